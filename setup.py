@@ -1,0 +1,53 @@
+"""isaacgymenvs_gmi: run IsaacGymEnvs-style RL training split across GPU multiplexing instances."""
+
+from setuptools import setup
+
+INSTALL_REQUIRES = [
+    "torch==2.13.0",
+    "rl-games==1.6.5",
+    "hydra-core==1.3.8",
+    "omegaconf==2.3.0",
+    "jax==0.10.2",
+    "jaxlib==0.10.2",
+    "mujoco==3.17.0",
+    "mujoco-mjx==3.17.0",
+    "nvidia-ml-py==13.615.71",
+    "gymnasium==1.4.0",
+    "numpy==2.4.6",
+    "psutil==5.9.8",
+    "tensorboard==2.21.0",
+    "tensorboardX==2.6.5",
+]
+
+EXTRAS_REQUIRE = {
+    "gpu": [
+        "jax-cuda12-plugin[with-cuda]==0.10.2",
+        "warp-lang==1.18.0",
+        "mujoco-warp==3.17.0",
+    ],
+    "dev": ["pytest==9.2.0", "ruff==0.17.6", "matplotlib==3.11.2"],
+}
+
+setup(
+    name="isaacgymenvs_gmi",
+    version="0.1.0",
+    description="GPU multiplexing instances (GMIs) for IsaacGymEnvs-style RL training",
+    python_requires=">=3.10",
+    packages=[
+        "isaacgymenvs_gmi",
+        "isaacgymenvs_gmi.sim",
+        "isaacgymenvs_gmi.rl",
+        "isaacgymenvs_gmi.config",
+        "isaacgymenvs_gmi.tasks",
+        "isaacgymenvs_gmi.tasks.assets",
+        "isaacgymenvs_gmi.patches",
+    ],
+    package_dir={
+        "isaacgymenvs_gmi.tasks": "tasks",
+        "isaacgymenvs_gmi.tasks.assets": "tasks/assets",
+        "isaacgymenvs_gmi.patches": "patches",
+    },
+    package_data={"isaacgymenvs_gmi.tasks.assets": ["*.xml"]},
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+)
