@@ -1,0 +1,38 @@
+"""Configuration: Hydra resolvers, typed settings built from the composed config, and checks.
+
+Each setting is validated once, at the edge, into a frozen dataclass; problems raise
+:class:`ConfigError` with the dotted key and what is allowed.
+"""
+
+from .errors import ConfigError
+from .gmi import GMI_BACKENDS, GMI_COMMS, GMI_MODES, GmiConfig
+from .ignored import ignored_physx_keys, report_ignored_keys
+from .resolvers import register_resolvers
+from .sim import (
+    MJX_IMPLS,
+    SIM_BACKEND_CHOICES,
+    SIM_BACKENDS,
+    SimSettings,
+    detect_platform,
+    resolve_sim_settings,
+)
+from .train_checks import divisors_near, validate_train_config
+
+__all__ = [
+    "GMI_BACKENDS",
+    "GMI_COMMS",
+    "GMI_MODES",
+    "MJX_IMPLS",
+    "SIM_BACKENDS",
+    "SIM_BACKEND_CHOICES",
+    "ConfigError",
+    "GmiConfig",
+    "SimSettings",
+    "detect_platform",
+    "divisors_near",
+    "ignored_physx_keys",
+    "register_resolvers",
+    "report_ignored_keys",
+    "resolve_sim_settings",
+    "validate_train_config",
+]

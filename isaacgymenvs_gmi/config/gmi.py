@@ -1,0 +1,94 @@
+"""Typed form of the ``gmi`` config group: how one run is split across GMIs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Literal, cast, get_args
+
+from ._values import (
+    as_mapping,
+    check_choice,
+    check_int,
+    check_known_keys,
+    check_percent,
+    to_plain,
+)
+from .errors import ConfigError
+
+GmiBackend = Literal["auto", "mps", "mig", "direct", "cpu"]
+GmiMode = Literal["sync", "async", "serve"]
+GmiComm = Literal["auto", "mpr", "mrr", "har"]
+
+#: Allowed values, in the order used in error messages.
+GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
+GMI_MODES: tuple[GmiMode, ...] = get_args(GmiMode)
+GMI_COMMS: tuple[GmiComm, ...] = get_args(GmiComm)
+
+
+@dataclass(frozen=True)
+class GmiConfig:
+    """Validated ``gmi.*`` settings.
+
+    Attributes:
+        per_gpu: GMIs (worker processes) per GPU, >= 1.
+        num_gpus: GPUs to use; ``None`` means every visible GPU (on a machine without one:
+            a single CPU device; an integer G there splits the CPU cores into G devices).
+        backend: how a GPU is shared: MPS clients, MIG instances, plain sharing ("direct"),
+            CPU core sets, or "auto" to let the runtime choose.
+        mode: "sync" (synchronous PPO, holistic GMIs), "async" (A3C) or "serve".
+        comm: gradient reduction across GMIs, or "auto" to choose from the layout.
+        sm_percent: MPS active-thread percentage per GMI, each in (0, 100]; ``None`` leaves
+            the split to the runtime. Its length is checked by the runtime, which knows the
+            number of GMIs.
+    """
+
+    per_gpu: int = 1
+    num_gpus: int | None = None
+    backend: GmiBackend = "auto"
+    mode: GmiMode = "sync"
+    comm: GmiComm = "auto"
+    sm_percent: tuple[float, ...] | None = None
+
+    @classmethod
+    def from_cfg(cls, node: Any, *, prefix: str = "gmi") -> GmiConfig:
+        """Build from the ``gmi`` node (a DictConfig or a mapping); missing keys take defaults.
+
+        Raises:
+            ConfigError: naming ``<prefix>.<key>`` for an unknown key or a bad value.
+        """
+        given = as_mapping(prefix, node)
+        known = tuple(f.name for f in fields(cls))
+        check_known_keys(prefix, given, known)
+        defaults = cls()
+
+        per_gpu = check_int(f"{prefix}.per_gpu", given.get("per_gpu", defaults.per_gpu), minimum=1)
+        raw_gpus = given.get("num_gpus", defaults.num_gpus)
+        num_gpus = (
+            None if raw_gpus is None else check_int(f"{prefix}.num_gpus", raw_gpus, minimum=1)
+        )
+        backend = check_choice(
+            f"{prefix}.backend", given.get("backend", defaults.backend), GMI_BACKENDS
+        )
+        mode = check_choice(f"{prefix}.mode", given.get("mode", defaults.mode), GMI_MODES)
+        comm = check_choice(f"{prefix}.comm", given.get("comm", defaults.comm), GMI_COMMS)
+        sm_percent = _sm_percent(f"{prefix}.sm_percent", given.get("sm_percent"))
+
+        return cls(
+            per_gpu=per_gpu,
+            num_gpus=num_gpus,
+            backend=cast(GmiBackend, backend),
+            mode=cast(GmiMode, mode),
+            comm=cast(GmiComm, comm),
+            sm_percent=sm_percent,
+        )
+
+
+def _sm_percent(key: str, value: Any) -> tuple[float, ...] | None:
+    value = to_plain(value)
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise ConfigError(key, value, "must be null or a list of numbers in (0, 100]")
+    if not value:
+        raise ConfigError(key, value, "must be null or a non-empty list of numbers in (0, 100]")
+    return tuple(check_percent(f"{key}[{i}]", v) for i, v in enumerate(value))

@@ -1,0 +1,112 @@
+"""Isaac Gym / PhysX settings that the MuJoCo backends accept but do not use.
+
+Upstream configs are loaded unchanged, so they carry settings that only mean something to
+Isaac Gym. Rather than fail or silently drop them, the runtime lists them once per process.
+
+Listed when present in the composed config:
+
+* top level: ``physics_engine``, ``pipeline``, ``graphics_device_id``, and the PhysX thread
+  settings ``num_threads``, ``solver_type``, ``num_subscenes``;
+* ``task.physics_engine``, ``task.sim.physx`` and ``task.sim.flex`` (each as one entry: the
+  MuJoCo solver comes from the model file), ``task.sim.use_gpu_pipeline`` (the backend decides
+  where tensors live);
+* ``task.env.envSpacing`` (MuJoCo worlds are independent, not laid out on a grid),
+  ``task.env.enableCameraSensors``, ``task.env.enableDebugVis``;
+* ``task.env.plane.*`` (ground contact parameters come from the model file);
+* ``task.env.asset.assetRoot`` (assets are found through the top-level ``assets_root``);
+* ``task.task.randomize`` and ``task.task.randomization_params`` when ``randomize`` is true
+  (Isaac Gym's domain randomisation is not reproduced).
+
+Kept, because the MuJoCo tasks read them: ``task.sim.dt``, ``substeps``, ``up_axis``,
+``gravity``, and the ``task.env`` reward, cost and episode settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "physics_engine",
+    "pipeline",
+    "graphics_device_id",
+    "num_threads",
+    "solver_type",
+    "num_subscenes",
+)
+TASK_KEYS: tuple[str, ...] = (
+    "task.physics_engine",
+    "task.sim.physx",
+    "task.sim.flex",
+    "task.sim.use_gpu_pipeline",
+    "task.env.envSpacing",
+    "task.env.enableCameraSensors",
+    "task.env.enableDebugVis",
+    "task.env.asset.assetRoot",
+)
+_PLANE = "task.env.plane"
+_RANDOMIZE = "task.task.randomize"
+_RANDOMIZATION_PARAMS = "task.task.randomization_params"
+
+_reported = False
+
+
+def ignored_physx_keys(cfg: Any) -> list[str]:
+    """Dotted keys of Isaac-Gym-only settings present in ``cfg``, in a fixed order."""
+    keys = [k for k in TOP_LEVEL_KEYS + TASK_KEYS if _has(cfg, k)]
+    plane = _get(cfg, _PLANE)
+    if isinstance(plane, Mapping):
+        keys.extend(f"{_PLANE}.{name}" for name in plane)
+    if _get(cfg, _RANDOMIZE) is True:
+        keys.append(_RANDOMIZE)
+        if _has(cfg, _RANDOMIZATION_PARAMS):
+            keys.append(_RANDOMIZATION_PARAMS)
+    return keys
+
+
+def report_ignored_keys(cfg: Any, log: logging.Logger) -> list[str]:
+    """Log the ignored keys on one INFO line, the first time only in this process.
+
+    Returns the keys that were logged, or an empty list when nothing was logged.
+    """
+    global _reported
+    if _reported:
+        return []
+    _reported = True
+    keys = ignored_physx_keys(cfg)
+    if keys:
+        log.info(
+            "Isaac Gym settings not used by the MuJoCo backends (accepted and ignored): %s",
+            ", ".join(keys),
+        )
+    return keys
+
+
+_ABSENT = object()
+
+
+def _lookup(cfg: Any, key: str) -> Any:
+    """Value at a dotted key (sub-configs as plain dicts), or ``_ABSENT``."""
+    if isinstance(cfg, DictConfig):
+        node = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False)
+        if isinstance(node, DictConfig):
+            return OmegaConf.to_container(node, resolve=False)
+        return node
+    node = cfg
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+def _get(cfg: Any, key: str) -> Any:
+    value = _lookup(cfg, key)
+    return None if value is _ABSENT else value
+
+
+def _has(cfg: Any, key: str) -> bool:
+    return _lookup(cfg, key) is not _ABSENT

@@ -1,0 +1,181 @@
+"""Choice of physics backend and devices, as a pure function of the config and the platform."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+from ._values import check_choice, select
+from .errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+SimBackend = Literal["mujoco", "mjx"]
+MjxImpl = Literal["jax", "warp"]
+
+#: Values accepted for ``sim_backend`` ("auto" is resolved to one of SIM_BACKENDS).
+SIM_BACKEND_CHOICES: tuple[str, ...] = ("auto", *get_args(SimBackend))
+SIM_BACKENDS: tuple[SimBackend, ...] = get_args(SimBackend)
+MJX_IMPLS: tuple[MjxImpl, ...] = get_args(MjxImpl)
+#: JAX platform names that mean "a CUDA GPU is usable from JAX".
+JAX_GPU_PLATFORMS: tuple[str, ...] = ("gpu", "cuda")
+
+_DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+_DEVICE_RULE = "must be 'cpu', 'cuda' or 'cuda:N'"
+_GPU_EXTRA_HINT = "install the 'gpu' extra (pip install 'isaacgymenvs_gmi[gpu]')"
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """Resolved simulation settings.
+
+    Attributes:
+        backend: "mujoco" (MuJoCo C engine on the CPU) or "mjx" (MuJoCo XLA in JAX).
+        mjx_impl: MJX implementation, "jax" or "warp" (only used when backend is "mjx").
+        sim_device: "cpu", "cuda" or "cuda:N", after falling back to "cpu" without CUDA.
+        rl_device: same form, for the policy and trainer.
+        assets_root: IsaacGymEnvs assets folder to load ``env.asset.assetFileName`` from, or
+            ``None`` to use the bundled models.
+    """
+
+    backend: SimBackend
+    mjx_impl: MjxImpl
+    sim_device: str
+    rl_device: str
+    assets_root: str | None
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether physics runs on a CUDA device."""
+        return self.sim_device.startswith("cuda")
+
+
+def resolve_sim_settings(
+    cfg: Any,
+    *,
+    cuda_available: bool,
+    jax_platforms: Iterable[str],
+    warp_available: bool,
+) -> SimSettings:
+    """Validate ``sim_backend``, ``mjx_impl``, ``sim_device``, ``rl_device``, ``assets_root``.
+
+    Args:
+        cfg: the composed top-level config (DictConfig or mapping).
+        cuda_available: whether torch can use CUDA.
+        jax_platforms: platform names of the JAX devices ("cpu", "gpu", "cuda", ...).
+        warp_available: whether the MJX warp implementation can be imported.
+
+    Without CUDA, CUDA devices fall back to "cpu" with a single warning. ``sim_backend=auto``
+    picks "mjx" when physics runs on CUDA and JAX sees a GPU, else "mujoco".
+
+    Raises:
+        ConfigError: naming the key, for a malformed device, an unknown backend or impl, or a
+            choice the platform cannot run.
+    """
+    platforms = tuple(p.lower() for p in jax_platforms)
+
+    requested = {
+        key: _check_device(key, select(cfg, key, "cuda:0")) for key in ("sim_device", "rl_device")
+    }
+    devices = dict(requested)
+    if not cuda_available:
+        moved = [k for k, v in requested.items() if v.startswith("cuda")]
+        if moved:
+            logger.warning(
+                "CUDA is not available: using cpu for %s",
+                ", ".join(f"{k} (was {requested[k]})" for k in moved),
+            )
+            devices.update({k: "cpu" for k in moved})
+    sim_device = devices["sim_device"]
+
+    choice = check_choice("sim_backend", select(cfg, "sim_backend", "auto"), SIM_BACKEND_CHOICES)
+    impl = cast(MjxImpl, check_choice("mjx_impl", select(cfg, "mjx_impl", "jax"), MJX_IMPLS))
+    jax_gpu = any(p in JAX_GPU_PLATFORMS for p in platforms)
+    on_cuda = sim_device.startswith("cuda")
+
+    if choice == "auto":
+        backend: SimBackend = "mjx" if on_cuda and jax_gpu else "mujoco"
+    else:
+        backend = cast(SimBackend, choice)
+
+    if backend == "mjx" and on_cuda and not jax_gpu:
+        seen = ", ".join(platforms) or "no devices"
+        raise ConfigError(
+            "sim_backend",
+            choice,
+            f"needs a JAX GPU device for sim_device={sim_device}; "
+            f"JAX sees: {seen}; {_GPU_EXTRA_HINT}, or set sim_backend=mujoco or sim_device=cpu",
+        )
+    if backend == "mjx" and impl == "warp" and not warp_available:
+        raise ConfigError(
+            "mjx_impl",
+            impl,
+            f"needs warp-lang and mujoco-warp; {_GPU_EXTRA_HINT}, or set mjx_impl=jax",
+        )
+
+    return SimSettings(
+        backend=backend,
+        mjx_impl=impl,
+        sim_device=sim_device,
+        rl_device=devices["rl_device"],
+        assets_root=_check_assets_root(select(cfg, "assets_root")),
+    )
+
+
+def detect_platform() -> tuple[bool, tuple[str, ...], bool]:
+    """Return ``(cuda_available, jax_platforms, warp_available)`` for this process.
+
+    This initialises torch's CUDA runtime and JAX's backends. Under JAX's default settings a
+    GPU backend preallocates most of the device memory, so set ``XLA_PYTHON_CLIENT_*``
+    variables (e.g. ``XLA_PYTHON_CLIENT_PREALLOCATE=false``) before calling it in a process
+    that shares its GPU with other GMIs.
+    """
+    import torch
+
+    cuda_available = bool(torch.cuda.is_available())
+    return cuda_available, _jax_platforms(), _warp_available()
+
+
+def _jax_platforms() -> tuple[str, ...]:
+    try:
+        import jax
+    except ImportError:
+        return ()
+    found: list[str] = []
+    for name in ("cpu", "gpu"):
+        try:
+            devices = jax.devices(name)
+        except RuntimeError:
+            continue
+        for device in devices:
+            if device.platform not in found:
+                found.append(device.platform)
+    return tuple(found)
+
+
+def _warp_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("warp", "mujoco_warp"))
+
+
+def _check_device(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not _DEVICE_RE.match(value.strip().lower()):
+        raise ConfigError(key, value, _DEVICE_RULE)
+    return value.strip().lower()
+
+
+def _check_assets_root(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError("assets_root", value, "must be a folder path or ''")
+    path = os.path.expanduser(value)
+    if not os.path.isdir(path):
+        raise ConfigError(
+            "assets_root", value, "must be an existing folder (an IsaacGymEnvs 'assets' folder)"
+        )
+    return os.path.abspath(path)

@@ -1,0 +1,1 @@
+"""Bridge to rl-games: env registration, observer, runner."""

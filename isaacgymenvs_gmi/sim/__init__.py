@@ -1,0 +1,1 @@
+"""Physics backends behind the VecTask interface."""

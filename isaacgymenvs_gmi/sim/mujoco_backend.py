@@ -1,0 +1,142 @@
+"""MuJoCo's C engine for all worlds of a GMI: batched, multithreaded, no Python loop per world.
+
+Physics runs in float64 through ``mujoco.rollout`` (a C++ thread pool over the worlds); the task
+logic runs as one jitted JAX function per env step on the host.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from mujoco import rollout
+
+from isaacgymenvs_gmi.tasks.base import PhysicsFrame
+
+from .step_logic import StepLogic, StepOutput
+
+FULL_PHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+class WorldBatch:
+    """N MuJoCo worlds of one model, stepped together.
+
+    ``state`` (N, nstate) holds MuJoCo's full physics state of every world (time, qpos, qvel,
+    act, ...); :meth:`step` integrates ``nstep`` steps with the given controls.
+    """
+
+    def __init__(self, model: mujoco.MjModel, num_envs: int, nstep: int, num_threads: int):
+        self.model = model
+        self.num_envs = num_envs
+        self.nstep = nstep
+        self.num_threads = max(1, int(num_threads))
+        self._rollout = rollout.Rollout(nthread=self.num_threads if self.num_threads > 1 else None)
+        self._datas = [mujoco.MjData(model) for _ in range(self.num_threads)]
+        nstate = mujoco.mj_stateSize(model, FULL_PHYSICS)
+        data = mujoco.MjData(model)
+        mujoco.mj_getState(model, data, np.empty(nstate), FULL_PHYSICS)
+        self.state = np.tile(_state_of(model, data), (num_envs, 1))
+        self._out_state = np.empty((num_envs, nstep, nstate))
+        self._out_sensor = np.empty((num_envs, nstep, model.nsensordata))
+        self._ctrl = np.zeros((num_envs, nstep, model.nu))
+        self._models = [model] * num_envs  # the fast path takes one model per world
+        self.qpos_slice = slice(1, 1 + model.nq)
+        self.qvel_slice = slice(1 + model.nq, 1 + model.nq + model.nv)
+
+    @property
+    def qpos(self) -> np.ndarray:
+        return self.state[:, self.qpos_slice]
+
+    @property
+    def qvel(self) -> np.ndarray:
+        return self.state[:, self.qvel_slice]
+
+    @property
+    def sensordata(self) -> np.ndarray:
+        return self._out_sensor[:, -1]
+
+    def step(self, ctrl: np.ndarray) -> None:
+        """Advance every world by ``nstep`` steps holding ``ctrl`` (N, nu) fixed."""
+        self._ctrl[:] = ctrl[:, None, :]
+        self._rollout.rollout(
+            self._models,
+            self._datas,
+            self.state,
+            self._ctrl,
+            nstep=self.nstep,
+            state=self._out_state,
+            sensordata=self._out_sensor,
+            control_spec=mujoco.mjtState.mjSTATE_CTRL,
+            skip_checks=True,
+        )
+        self.state[:] = self._out_state[:, -1]
+
+    def load(self, mask: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Set qpos/qvel (rows of (N, nq)/(N, nv)) of the worlds where ``mask`` (N,) is true."""
+        rows = np.flatnonzero(mask)
+        if rows.size:
+            self.state[rows, self.qpos_slice] = qpos[rows]
+            self.state[rows, self.qvel_slice] = qvel[rows]
+            self.state[rows, 0] = 0.0
+
+    def close(self) -> None:
+        self._rollout.close()
+
+
+def _state_of(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
+    out = np.empty(mujoco.mj_stateSize(model, FULL_PHYSICS))
+    mujoco.mj_getState(model, data, out, FULL_PHYSICS)
+    return out
+
+
+class MujocoBackend:
+    """Task + episode logic over a :class:`WorldBatch` (implements the backend protocol)."""
+
+    name = "mujoco"
+
+    def __init__(
+        self, logic: StepLogic, model: mujoco.MjModel, nstep: int, num_threads: int, seed: int
+    ):
+        self.logic = logic
+        self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
+        self._scale = logic.task.action_scale().astype(np.float64)
+        self._finish = jax.jit(logic.finish_step)
+        self._start = jax.jit(logic.start)
+        self._seed = seed
+        self._bufs = None
+
+    def reset(self) -> jax.Array:
+        """Start every env afresh; returns the first observations (N, num_obs)."""
+        self._bufs, state, obs = self._start(jax.random.PRNGKey(self._seed))
+        everyone = np.ones(self.logic.num_envs, dtype=bool)
+        self.worlds.load(everyone, np.asarray(state.qpos), np.asarray(state.qvel))
+        return obs
+
+    def step(self, actions: np.ndarray) -> StepOutput:
+        """One env step for actions (N, num_actions) (any float dtype, unclipped)."""
+        clipped = np.clip(actions, -self.logic.clip_actions, self.logic.clip_actions)
+        self.worlds.step(clipped * self._scale)
+        w = self.worlds
+        frame = PhysicsFrame(
+            jnp.asarray(w.qpos, jnp.float32),
+            jnp.asarray(w.qvel, jnp.float32),
+            jnp.asarray(w.sensordata, jnp.float32),
+        )
+        out, self._bufs, reset_state = self._finish(
+            frame, jnp.asarray(clipped, jnp.float32), self._bufs
+        )
+        done = np.asarray(out.reset)
+        if done.any():
+            w.load(done, np.asarray(reset_state.qpos), np.asarray(reset_state.qvel))
+        return out
+
+    def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Load qpos (N, nq) and qvel (N, nv) into every world (tests, tools)."""
+        self.worlds.load(np.ones(self.logic.num_envs, dtype=bool), qpos, qvel)
+
+    def physics_state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.worlds.qpos.copy(), self.worlds.qvel.copy()
+
+    def close(self) -> None:
+        self.worlds.close()

@@ -1,0 +1,1 @@
+"""Small, documented changes to rl-games behaviour."""

@@ -1,0 +1,112 @@
+"""The task seam: IsaacGymEnvs task rules written once, in JAX, over any physics backend.
+
+A task never touches a simulator. A backend hands it a :class:`PhysicsFrame` (batched MuJoCo
+state after a control step) and the task returns observations, rewards and terminations as pure
+JAX functions, so the same code runs after MuJoCo's C engine and inside MJX's fused step.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import mujoco
+import numpy as np
+
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+
+
+class PhysicsFrame(NamedTuple):
+    """Batched physics state seen by a task.
+
+    qpos: (N, nq), qvel: (N, nv), sensordata: (N, nsensordata); float32 JAX arrays.
+    MuJoCo conventions: a free joint stores position then quaternion (w, x, y, z) in qpos, and
+    world-frame linear velocity then body-frame angular velocity in qvel.
+    """
+
+    qpos: jax.Array
+    qvel: jax.Array
+    sensordata: jax.Array
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Static facts of a compiled model that task logic needs (numpy, host side)."""
+
+    nq: int
+    nv: int
+    nu: int
+    nsensordata: int
+    joint_range: np.ndarray  # (njnt, 2) limits of every joint, in model order
+    joint_limited: np.ndarray  # (njnt,) bool
+    qpos0: np.ndarray  # (nq,) reference configuration
+
+    @classmethod
+    def from_model(cls, model: mujoco.MjModel) -> ModelInfo:
+        return cls(
+            nq=model.nq,
+            nv=model.nv,
+            nu=model.nu,
+            nsensordata=model.nsensordata,
+            joint_range=np.array(model.jnt_range, dtype=np.float64),
+            joint_limited=np.array(model.jnt_limited, dtype=bool),
+            qpos0=np.array(model.qpos0, dtype=np.float64),
+        )
+
+
+class TaskLogic(abc.ABC):
+    """Observation, reward and reset rules of one task (IsaacGymEnvs semantics).
+
+    Subclasses set the class attributes and implement the abstract methods as pure JAX
+    functions of their arguments (no Python side effects: they are traced under ``jax.jit``).
+    ``carry`` is a task-specific pytree of per-env buffers (e.g. Ant's potentials).
+    """
+
+    name: ClassVar[str]
+    num_obs: ClassVar[int]
+    num_actions: ClassVar[int]
+    num_states: ClassVar[int] = 0
+    asset_file: ClassVar[str]  # file name under ASSETS_DIR
+    default_episode_length: ClassVar[int]
+
+    def __init__(self, env_cfg: dict[str, Any], sim_dt: float, info: ModelInfo):
+        self.env_cfg = env_cfg
+        self.sim_dt = sim_dt
+        self.info = info
+        self.max_episode_length = int(env_cfg.get("episodeLength", self.default_episode_length))
+
+    @classmethod
+    def prepare_spec(cls, spec: mujoco.MjSpec, env_cfg: dict[str, Any]) -> None:
+        """Edit a loaded MJCF/URDF spec (add sensors, actuators, collision filters)."""
+
+    @abc.abstractmethod
+    def action_scale(self) -> np.ndarray:
+        """(nu,) factors mapping clipped actions to MuJoCo ``ctrl``."""
+
+    @abc.abstractmethod
+    def initial_carry(self, num_envs: int) -> Any:
+        """Per-env task buffers at the start of an episode."""
+
+    @abc.abstractmethod
+    def sample_reset(self, key: jax.Array, num_envs: int) -> tuple[jax.Array, jax.Array]:
+        """Randomised initial (qpos (N, nq), qvel (N, nv)) for every env."""
+
+    @abc.abstractmethod
+    def reset_carry(self, carry: Any, frame: PhysicsFrame) -> Any:
+        """Task buffers for envs that start a new episode in ``frame``."""
+
+    @abc.abstractmethod
+    def observe(self, frame: PhysicsFrame, actions: jax.Array, carry: Any) -> tuple[jax.Array, Any]:
+        """Observations (N, num_obs) of ``frame`` and the updated carry.
+
+        actions: (N, num_actions) clipped actions applied in the step that led to ``frame``.
+        """
+
+    @abc.abstractmethod
+    def reward_and_termination(
+        self, obs: jax.Array, actions: jax.Array, carry: Any
+    ) -> tuple[jax.Array, jax.Array]:
+        """Reward (N,) float32 and termination (N,) bool from unclipped observations."""

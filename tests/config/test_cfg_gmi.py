@@ -1,0 +1,110 @@
+"""GmiConfig: typed, validated form of the ``gmi`` group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from isaacgymenvs_gmi.config import GMI_BACKENDS, GMI_COMMS, GMI_MODES, ConfigError, GmiConfig
+
+GMI_YAML = Path(__file__).resolve().parents[2] / "cfg" / "gmi" / "default.yaml"
+
+
+def test_defaults_match_yaml():
+    node = OmegaConf.load(GMI_YAML)
+    assert GmiConfig.from_cfg(node) == GmiConfig()
+    assert GmiConfig() == GmiConfig(1, None, "auto", "sync", "auto", None)
+
+
+def test_missing_keys_take_defaults():
+    assert GmiConfig.from_cfg({}) == GmiConfig()
+    assert GmiConfig.from_cfg(None) == GmiConfig()
+
+
+@pytest.mark.parametrize(
+    "given, field, expected",
+    [
+        ({"per_gpu": 3}, "per_gpu", 3),
+        ({"per_gpu": "4"}, "per_gpu", 4),
+        ({"num_gpus": 2}, "num_gpus", 2),
+        ({"num_gpus": None}, "num_gpus", None),
+        ({"backend": "MPS"}, "backend", "mps"),
+        ({"backend": "cpu"}, "backend", "cpu"),
+        ({"mode": "async"}, "mode", "async"),
+        ({"mode": "serve"}, "mode", "serve"),
+        ({"comm": "mrr"}, "comm", "mrr"),
+        ({"sm_percent": [30, 70.5]}, "sm_percent", (30.0, 70.5)),
+        ({"sm_percent": (100,)}, "sm_percent", (100.0,)),
+    ],
+)
+def test_good_values(given, field, expected):
+    assert getattr(GmiConfig.from_cfg(given), field) == expected
+
+
+def test_from_dictconfig_with_list():
+    node = OmegaConf.create({"per_gpu": 2, "sm_percent": [50, 50]})
+    assert GmiConfig.from_cfg(node) == GmiConfig(per_gpu=2, sm_percent=(50.0, 50.0))
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"per_gpu": 0}, "gmi.per_gpu=0: must be an integer >= 1"),
+        ({"per_gpu": -1}, "gmi.per_gpu=-1: must be an integer >= 1"),
+        ({"per_gpu": 1.5}, "gmi.per_gpu=1.5: must be an integer >= 1"),
+        ({"per_gpu": "abc"}, "gmi.per_gpu='abc': must be an integer >= 1"),
+        ({"per_gpu": "3x"}, "gmi.per_gpu='3x': must be an integer >= 1"),
+        ({"per_gpu": True}, "gmi.per_gpu=True: must be an integer >= 1"),
+        ({"per_gpu": None}, "gmi.per_gpu=None: must be an integer >= 1"),
+        ({"num_gpus": 0}, "gmi.num_gpus=0: must be an integer >= 1"),
+        ({"num_gpus": False}, "gmi.num_gpus=False: must be an integer >= 1"),
+        ({"backend": "nvlink"}, "gmi.backend='nvlink': must be one of 'auto', 'mps', 'mig'"),
+        ({"backend": 3}, "gmi.backend=3: must be one of"),
+        ({"mode": "a3c"}, "gmi.mode='a3c': must be one of 'sync', 'async', 'serve'"),
+        ({"comm": "nccl"}, "gmi.comm='nccl': must be one of 'auto', 'mpr', 'mrr', 'har'"),
+        ({"sm_percent": 50}, "gmi.sm_percent=50: must be null or a list"),
+        ({"sm_percent": []}, "gmi.sm_percent=[]: must be null or a non-empty list"),
+        ({"sm_percent": [50, 0]}, "gmi.sm_percent[1]=0: must be a number in (0, 100]"),
+        ({"sm_percent": [101]}, "gmi.sm_percent[0]=101: must be a number in (0, 100]"),
+        ({"sm_percent": ["x"]}, "gmi.sm_percent[0]='x': must be a number in (0, 100]"),
+        ({"per_gpus": 2}, "gmi.per_gpus=2: unknown key; known keys under gmi: per_gpu, num_gpus"),
+    ],
+)
+def test_bad_values(given, message):
+    with pytest.raises(ConfigError) as info:
+        GmiConfig.from_cfg(given)
+    assert str(info.value).startswith(message)
+    assert isinstance(info.value, ValueError)
+
+
+def test_unknown_key_lists_every_known_key():
+    with pytest.raises(ConfigError, match=r"^gmi\.foo=") as info:
+        GmiConfig.from_cfg({"foo": 1})
+    for name in ("per_gpu", "num_gpus", "backend", "mode", "comm", "sm_percent"):
+        assert name in str(info.value)
+    assert info.value.key == "gmi.foo"
+
+
+def test_error_lists_all_allowed_values():
+    with pytest.raises(ConfigError) as info:
+        GmiConfig.from_cfg({"backend": "bad"})
+    for name in GMI_BACKENDS:
+        assert repr(name) in str(info.value)
+
+
+def test_allowed_values_constants():
+    assert GMI_BACKENDS == ("auto", "mps", "mig", "direct", "cpu")
+    assert GMI_MODES == ("sync", "async", "serve")
+    assert GMI_COMMS == ("auto", "mpr", "mrr", "har")
+
+
+def test_not_a_mapping():
+    with pytest.raises(ConfigError, match="gmi=3: must be a mapping"):
+        GmiConfig.from_cfg(3)
+
+
+def test_frozen():
+    with pytest.raises(AttributeError):
+        GmiConfig().per_gpu = 2  # type: ignore[misc]

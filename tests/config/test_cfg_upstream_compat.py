@@ -1,0 +1,174 @@
+"""Task/train files written for IsaacGymEnvs compose unchanged through our config.yaml.
+
+The files below are written in the upstream style (custom resolvers, PhysX blocks, relative
+interpolations up to the top-level keys) under new names, and found through
+``hydra.searchpath`` the way a user would point at an existing IsaacGymEnvs ``cfg`` folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from isaacgymenvs_gmi.config import (
+    GmiConfig,
+    ignored_physx_keys,
+    resolve_sim_settings,
+    validate_train_config,
+)
+
+MY_TASK = """\
+name: MyCartpole
+physics_engine: ${..physics_engine}
+env:
+  numEnvs: ${resolve_default:256,${...num_envs}}
+  envSpacing: 4.0
+  resetDist: 3.0
+  maxEffort: 400.0
+  clipObservations: 5.0
+  clipActions: 1.0
+  asset:
+    assetRoot: "../../assets"
+    assetFileName: "urdf/cartpole.urdf"
+  enableCameraSensors: False
+sim:
+  dt: 0.0166
+  substeps: 2
+  up_axis: "z"
+  use_gpu_pipeline: ${eq:${...pipeline},"gpu"}
+  gravity: [0.0, 0.0, -9.81]
+  physx:
+    num_threads: ${....num_threads}
+    solver_type: ${....solver_type}
+    use_gpu: ${contains:"cuda",${....sim_device}}
+    num_position_iterations: 4
+    num_velocity_iterations: 0
+    num_subscenes: ${....num_subscenes}
+    contact_collection: 0
+task:
+  randomize: False
+"""
+
+MY_TRAIN = """\
+params:
+  seed: ${...seed}
+  algo:
+    name: a2c_continuous
+  model:
+    name: continuous_a2c_logstd
+  network:
+    name: actor_critic
+    separate: False
+    space:
+      continuous:
+        mu_activation: None
+        sigma_activation: None
+        mu_init:
+          name: default
+        sigma_init:
+          name: const_initializer
+          val: 0
+        fixed_sigma: True
+    mlp:
+      units: [16, 16]
+      activation: elu
+  load_checkpoint: ${if:${...checkpoint},True,False}
+  load_path: ${...checkpoint}
+  config:
+    name: ${resolve_default:MyCartpole,${....experiment}}
+    full_experiment_name: ${.name}
+    env_name: rlgpu
+    multi_gpu: ${....multi_gpu}
+    ppo: True
+    num_actors: ${....task.env.numEnvs}
+    max_epochs: ${resolve_default:30,${....max_iterations}}
+    defer_summaries_sec: ${if:${....pbt.enabled},240,5}
+    horizon_length: 16
+    minibatch_size: 1024
+    mini_epochs: 8
+"""
+
+# A task that extends another through its own defaults list, as some upstream tasks do.
+MY_TASK_VARIANT = """\
+defaults:
+  - MyCartpole
+  - _self_
+name: MyCartpoleVariant
+env:
+  numEnvs: ${resolve_default:128,${...num_envs}}
+"""
+
+
+@pytest.fixture
+def upstream_dir(tmp_path: Path) -> Path:
+    (tmp_path / "task").mkdir()
+    (tmp_path / "train").mkdir()
+    (tmp_path / "task" / "MyCartpole.yaml").write_text(MY_TASK)
+    (tmp_path / "task" / "MyCartpoleVariant.yaml").write_text(MY_TASK_VARIANT)
+    (tmp_path / "train" / "MyCartpolePPO.yaml").write_text(MY_TRAIN)
+    (tmp_path / "train" / "MyCartpoleVariantPPO.yaml").write_text(MY_TRAIN)
+    return tmp_path
+
+
+def _searchpath(path: Path) -> str:
+    return f"hydra.searchpath=[file://{path}]"
+
+
+def test_upstream_style_pair_loads(compose_cfg, upstream_dir):
+    cfg = compose_cfg(_searchpath(upstream_dir), "task=MyCartpole")
+    assert cfg.task_name == "MyCartpole"
+    assert cfg.task.env.numEnvs == 256
+    assert cfg.task.sim.use_gpu_pipeline is True
+    assert cfg.task.sim.physx.use_gpu is True
+    assert cfg.task.sim.physx.num_threads == 4
+    config = cfg.train.params.config
+    assert config.num_actors == 256
+    assert config.name == "MyCartpole"
+    assert config.max_epochs == 30
+    assert config.defer_summaries_sec == 5
+    assert cfg.wandb_name == "MyCartpole"
+    assert cfg.train.params.load_checkpoint is False
+    # Our own groups are still there alongside the user's files.
+    assert GmiConfig.from_cfg(cfg.gmi).per_gpu == 1
+
+
+def test_upstream_style_pair_with_overrides(compose_cfg, upstream_dir):
+    cfg = compose_cfg(
+        _searchpath(upstream_dir),
+        "task=MyCartpole",
+        "num_envs=32",
+        "pipeline=cpu",
+        "sim_device=cpu",
+        "experiment=mine",
+        "max_iterations=7",
+        "gmi.per_gpu=2",
+    )
+    assert cfg.task.env.numEnvs == 32
+    assert cfg.train.params.config.num_actors == 32
+    assert cfg.task.sim.use_gpu_pipeline is False
+    assert cfg.task.sim.physx.use_gpu is False
+    assert cfg.train.params.config.name == "mine"
+    assert cfg.train.params.config.max_epochs == 7
+    assert GmiConfig.from_cfg(cfg.gmi).per_gpu == 2
+
+
+def test_upstream_style_task_with_defaults_list(compose_cfg, upstream_dir):
+    cfg = compose_cfg(_searchpath(upstream_dir), "task=MyCartpoleVariant")
+    assert cfg.task_name == "MyCartpoleVariant"
+    assert cfg.task.env.numEnvs == 128
+    assert cfg.task.env.maxEffort == 400.0
+    assert cfg.train.params.config.num_actors == 128
+
+
+def test_upstream_style_pair_passes_plugin_checks(compose_cfg, upstream_dir):
+    cfg = compose_cfg(_searchpath(upstream_dir), "task=MyCartpole")
+    batch = validate_train_config(cfg.task_name, cfg.task.env.numEnvs, cfg.train.params)
+    assert batch == 16 * 256
+    settings = resolve_sim_settings(
+        cfg, cuda_available=False, jax_platforms=("cpu",), warp_available=False
+    )
+    assert (settings.backend, settings.sim_device) == ("mujoco", "cpu")
+    ignored = ignored_physx_keys(cfg)
+    assert "task.sim.physx" in ignored
+    assert "task.env.asset.assetRoot" in ignored
