@@ -87,6 +87,11 @@ class MjxBackend:
         self._data, self._bufs, out = self._fused_step(self._data, self._bufs, actions)
         return out
 
+    @property
+    def progress(self) -> jax.Array:
+        """(N,) steps taken in each env's current episode."""
+        return self._bufs.progress
+
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         n = self.logic.num_envs
         self._data = self._load(

@@ -131,6 +131,11 @@ class MujocoBackend:
             w.load(done, np.asarray(reset_state.qpos), np.asarray(reset_state.qvel))
         return out
 
+    @property
+    def progress(self) -> jax.Array:
+        """(N,) steps taken in each env's current episode."""
+        return self._bufs.progress
+
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Load qpos (N, nq) and qvel (N, nv) into every world (tests, tools)."""
         self.worlds.load(np.ones(self.logic.num_envs, dtype=bool), qpos, qvel)

@@ -1,0 +1,65 @@
+"""An rl-games observer that logs finished episodes' reward and length to TensorBoard."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from rl_games.common.algo_observer import AlgoObserver
+
+log = logging.getLogger(__name__)
+
+
+class EpisodeStatsObserver(AlgoObserver):
+    """Averages ``extras['episode_return'/'episode_length']`` of episodes that ended.
+
+    Writes ``episode/reward`` and ``episode/length`` (per frame, epoch and wall time) each time
+    rl-games prints its statistics, and keeps the latest means for callers (``mean_reward``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.algo = None
+        self.writer = None
+        self._sums = torch.zeros(2, dtype=torch.float64)
+        self._count = 0
+        self.mean_reward: float | None = None
+        self.mean_length: float | None = None
+        self.history: list[tuple[int, float, float]] = []  # (frame, wall time s, mean reward)
+
+    def after_init(self, algo) -> None:
+        self.algo = algo
+        self.writer = getattr(algo, "writer", None)
+
+    def process_infos(self, infos, done_indices) -> None:
+        if not isinstance(infos, dict) or "episode_return" not in infos:
+            return
+        idx = done_indices.flatten()
+        if idx.numel() == 0:
+            return
+        returns = infos["episode_return"][idx].double()
+        lengths = infos["episode_length"][idx].double()
+        self._sums += torch.stack([returns.sum(), lengths.sum()]).cpu()
+        self._count += int(idx.numel())
+
+    def after_clear_stats(self) -> None:
+        self._sums.zero_()
+        self._count = 0
+
+    def after_print_stats(self, frame, epoch_num, total_time) -> None:
+        if self._count == 0:
+            return
+        reward, length = (self._sums / self._count).tolist()
+        self._sums.zero_()
+        self._count = 0
+        self.mean_reward, self.mean_length = reward, length
+        self.history.append((int(frame), float(total_time), reward))
+        log.info(
+            "epoch %d  frames %d  time %.1fs  mean episode reward %.2f  length %.1f",
+            epoch_num, frame, total_time, reward, length,
+        )
+        if self.writer is not None:
+            for tag, value in (("episode/reward", reward), ("episode/length", length)):
+                self.writer.add_scalar(tag, value, frame)
+                self.writer.add_scalar(f"{tag}_per_epoch", value, epoch_num)
+                self.writer.add_scalar(f"{tag}_per_time", value, total_time)

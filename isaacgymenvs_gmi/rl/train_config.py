@@ -1,0 +1,42 @@
+"""Turn the composed Hydra config into the dict rl-games' Runner expects (IsaacGymEnvs' way)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger(__name__)
+
+
+def rlgames_params(cfg: DictConfig, *, rl_device: str, seed: int, num_envs: int) -> dict[str, Any]:
+    """``cfg.train`` as a plain dict with the run-time settings IsaacGymEnvs adds.
+
+    Never passes ``multi_gpu`` through: rl-games would call ``init_process_group("nccl")`` itself.
+    """
+    params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
+    params["seed"] = seed
+    config = params["config"]
+    config["device"] = rl_device
+    config["multi_gpu"] = False
+    config["num_actors"] = num_envs
+    config["population_based_training"] = False
+    config["pbt_idx"] = None
+    config["full_experiment_name"] = cfg.get("full_experiment_name")
+    config["train_dir"] = str(cfg.get("train_dir") or "runs")
+    if not rl_device.startswith("cuda"):
+        config["torch_compile"] = False  # compilation costs more than it gains on the CPU
+        config["mixed_precision"] = False  # fp16 autocast is a CUDA feature
+    player = config.setdefault("player", {})
+    player.setdefault("games_num", num_envs)  # one episode per env, then report the mean
+    _apply_model_size_multiplier(params)
+    return params
+
+
+def _apply_model_size_multiplier(params: dict[str, Any]) -> None:
+    mlp = params.get("network", {}).get("mlp", {})
+    factor = mlp.get("model_size_multiplier", 1)
+    if factor != 1:
+        mlp["units"] = [u * factor for u in mlp["units"]]
+        log.info("MLP units scaled by %s to %s", factor, mlp["units"])

@@ -1,0 +1,222 @@
+"""IsaacGymEnvs' ``VecTask`` interface over our physics backends (torch on the outside).
+
+Everything the learner sees is a torch tensor on ``rl_device``; JAX results cross over by DLPack,
+without copies where source and destination share a device.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import gymnasium as gym
+import jax
+import numpy as np
+import torch
+
+from isaacgymenvs_gmi.tasks import get_task_class
+from isaacgymenvs_gmi.tasks.base import ModelInfo
+
+from .model import compile_task_model
+from .step_logic import StepLogic, StepOutput
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PhysicsOptions:
+    """How to simulate: backend, MJX implementation, threads, optional IsaacGymEnvs assets."""
+
+    backend: Literal["mujoco", "mjx"] = "mujoco"
+    mjx_impl: Literal["jax", "warp"] = "jax"
+    num_threads: int | None = None  # MuJoCo C worker threads; None = the cores we may run on
+    assets_root: str | None = None
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its affinity mask: a GMI's own core set)."""
+    return len(os.sched_getaffinity(0))
+
+
+def to_torch(x: jax.Array, device: torch.device) -> torch.Tensor:
+    """A JAX array as a torch tensor on ``device`` (zero-copy through DLPack when possible)."""
+    t = torch.from_dlpack(x)
+    return t if t.device == device else t.to(device, non_blocking=True)
+
+
+def _jax_device_for(sim_device: str) -> jax.Device:
+    if sim_device.startswith("cuda"):
+        index = int(sim_device.split(":")[1]) if ":" in sim_device else 0
+        return jax.devices("gpu")[index]
+    return jax.devices("cpu")[0]
+
+
+class VecTask:
+    """A batch of ``num_envs`` worlds of one task with IsaacGymEnvs' VecTask API.
+
+    ``step(actions (N, A)) -> (obs_dict {'obs': (N, num_obs)}, rew (N,), reset (N,) long,
+    extras {'time_outs': (N,) bool, 'episode_return', 'episode_length'})``, all on rl_device.
+    """
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        rl_device: str,
+        sim_device: str,
+        graphics_device_id: int = -1,
+        headless: bool = True,
+        virtual_screen_capture: bool = False,
+        force_render: bool = False,
+        *,
+        physics: PhysicsOptions | None = None,
+        seed: int = 0,
+    ):
+        physics = physics or PhysicsOptions()
+        self.cfg = config
+        env_cfg = config["env"]
+        task_cls = get_task_class(config["name"])
+        model, timing = compile_task_model(task_cls, config, physics.assets_root)
+        self.task = task_cls(env_cfg, timing.dt, ModelInfo.from_model(model))
+        self.num_environments = int(env_cfg["numEnvs"])
+        self.num_agents = 1
+        self.num_observations = self.task.num_obs
+        self.num_states = self.task.num_states
+        self.num_actions = self.task.num_actions
+        self.max_episode_length = self.task.max_episode_length
+        self.control_freq_inv = timing.control_freq_inv
+        self.dt = timing.dt
+        self.clip_obs = float(env_cfg.get("clipObservations", np.inf))
+        self.clip_actions = float(env_cfg.get("clipActions", np.inf))
+        self.sim_device = sim_device
+        self.rl_device = rl_device
+        self.device = sim_device  # IsaacGymEnvs' name for the simulation device
+        self.graphics_device_id = graphics_device_id
+        self.headless = headless
+        self._torch_rl_device = torch.device(rl_device)
+
+        self.obs_space = gym.spaces.Box(-np.inf, np.inf, (self.num_obs,), np.float32)
+        self.state_space = gym.spaces.Box(-np.inf, np.inf, (max(self.num_states, 0),), np.float32)
+        self.act_space = gym.spaces.Box(-1.0, 1.0, (self.num_actions,), np.float32)
+
+        logic = StepLogic(self.task, self.num_envs, self.clip_obs, self.clip_actions)
+        self.physics_options = physics
+        if physics.backend == "mujoco":
+            from .mujoco_backend import MujocoBackend
+
+            threads = physics.num_threads or available_cores()
+            self.backend = MujocoBackend(logic, model, timing.nstep, threads, seed)
+        else:
+            from .mjx_backend import MjxBackend
+
+            device = _jax_device_for(sim_device)
+            self.backend = MjxBackend(logic, model, timing.nstep, seed, physics.mjx_impl, device)
+
+        self.total_train_env_frames = 0
+        self.control_steps = 0
+        self.extras: dict[str, Any] = {}
+        self.obs_dict: dict[str, torch.Tensor] = {}
+        zeros = torch.zeros(self.num_envs, device=self._torch_rl_device)
+        self.rew_buf = zeros.clone()
+        self.reset_buf = zeros.long()
+        self.timeout_buf = zeros.bool()
+        self._episode_sums = torch.zeros(3, dtype=torch.float64, device=self._torch_rl_device)
+        self.obs_buf = self._adopt(self.backend.reset())
+        self.obs_dict["obs"] = self.obs_buf
+        log.info(
+            "%s: %d envs, %s backend, %d obs / %d actions, %d physics steps of %.4g s per env step",
+            self.task.name, self.num_envs, physics.backend, self.num_obs, self.num_actions,
+            timing.nstep, timing.timestep,
+        )
+
+    # --- IsaacGymEnvs VecTask API -----------------------------------------------------------
+    @property
+    def num_envs(self) -> int:
+        return self.num_environments
+
+    @property
+    def num_obs(self) -> int:
+        return self.num_observations
+
+    @property
+    def num_acts(self) -> int:
+        return self.num_actions
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return self.obs_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        return self.act_space
+
+    @property
+    def progress_buf(self) -> torch.Tensor:
+        return self._adopt(self.backend.progress)
+
+    @property
+    def states_buf(self) -> torch.Tensor | None:
+        return self.obs_dict.get("states")
+
+    def step(self, actions: torch.Tensor):
+        out = self.backend.step(self._actions_for_backend(actions))
+        self.control_steps += 1
+        return self._publish(out)
+
+    def reset(self) -> dict[str, torch.Tensor]:
+        """The current observations (envs reset themselves as their episodes end)."""
+        return self.obs_dict
+
+    def reset_done(self):
+        return self.obs_dict, torch.zeros(0, dtype=torch.long, device=self._torch_rl_device)
+
+    def zero_actions(self) -> torch.Tensor:
+        return torch.zeros((self.num_envs, self.num_actions), device=self._torch_rl_device)
+
+    def set_train_info(self, env_frames, *args, **kwargs) -> None:
+        self.total_train_env_frames = env_frames
+
+    def get_env_state(self) -> None:
+        return None
+
+    def set_env_state(self, env_state) -> None:
+        pass
+
+    def episode_totals(self) -> tuple[float | None, float | None]:
+        """Mean return and length of every episode finished so far (None before the first)."""
+        total_return, total_length, count = self._episode_sums.tolist()
+        if count == 0:
+            return None, None
+        return total_return / count, total_length / count
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # --- internals --------------------------------------------------------------------------
+    def _adopt(self, x: jax.Array) -> torch.Tensor:
+        return to_torch(x, self._torch_rl_device)
+
+    def _actions_for_backend(self, actions: torch.Tensor):
+        actions = actions.detach()
+        if self.physics_options.backend == "mujoco":
+            return actions.to("cpu", torch.float32).numpy()
+        return jax.dlpack.from_dlpack(actions.to(torch.float32).contiguous())
+
+    def _publish(self, out: StepOutput):
+        self.obs_buf = self._adopt(out.obs)
+        self.rew_buf = self._adopt(out.reward)
+        self.reset_buf = self._adopt(out.reset).long()
+        self.timeout_buf = self._adopt(out.timeout)
+        self.obs_dict["obs"] = self.obs_buf
+        episode_return = self._adopt(out.episode_return)
+        episode_length = self._adopt(out.episode_length)
+        self.extras = {
+            "time_outs": self.timeout_buf,
+            "episode_return": episode_return,
+            "episode_length": episode_length,
+        }
+        self._episode_sums += torch.stack(
+            [episode_return.sum(), episode_length.sum(), self.reset_buf.sum()]
+        ).double()
+        return self.obs_dict, self.rew_buf, self.reset_buf, self.extras

@@ -1,0 +1,46 @@
+"""rl-games patch: write checkpoints atomically.
+
+rl-games saves with ``torch.save(state, path)`` straight into the final file, so a process killed
+mid-write leaves a truncated checkpoint that no longer loads. We write to a temporary file in the
+same folder, flush it to disk, and ``os.replace`` it over the target: readers see the old file or
+the new one, never half of one. Applied by :func:`apply`; idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import torch
+from rl_games.algos_torch import torch_ext
+
+_ORIGINAL = torch_ext.save_checkpoint
+
+
+def atomic_save(state: dict, path: str) -> None:
+    """``torch.save(state, path)`` that never leaves a partial file at ``path``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pth", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_checkpoint(filename: str, state: dict) -> None:
+    """Replacement for ``rl_games.algos_torch.torch_ext.save_checkpoint`` (same contract)."""
+    atomic_save(state, filename + ".pth")
+
+
+def apply() -> None:
+    torch_ext.save_checkpoint = save_checkpoint
+
+
+def revert() -> None:
+    torch_ext.save_checkpoint = _ORIGINAL

@@ -1,0 +1,33 @@
+"""Train or play an IsaacGymEnvs task: ``python train.py task=Ant gmi.per_gpu=3``.
+
+Takes the same command line and configs as IsaacGymEnvs' ``train.py``; the ``gmi.*`` options
+choose how the run is split across GPU multiplexing instances.
+"""
+
+import logging
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from isaacgymenvs_gmi.config import ConfigError, register_resolvers
+
+register_resolvers()
+
+
+@hydra.main(version_base="1.1", config_path="cfg", config_name="config")
+def main(cfg: DictConfig) -> None:
+    from isaacgymenvs_gmi.launch import plan_run, run
+    from isaacgymenvs_gmi.sim.model import AssetNotFoundError
+
+    logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
+    try:
+        plan = plan_run(cfg)
+    except (ConfigError, AssetNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    run(cfg, plan)
+
+
+if __name__ == "__main__":
+    main()
