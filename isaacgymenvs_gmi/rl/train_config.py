@@ -19,6 +19,7 @@ def rlgames_params(cfg: DictConfig, *, rl_device: str, seed: int, num_envs: int)
     params["seed"] = seed
     config = params["config"]
     config["device"] = rl_device
+    config["device_name"] = rl_device  # rl-games players read this key, not "device"
     config["multi_gpu"] = False
     config["num_actors"] = num_envs
     config["population_based_training"] = False

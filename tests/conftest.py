@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 
 from isaacgymenvs_gmi.config import register_resolvers
 
-CFG_DIR = Path(__file__).resolve().parents[2] / "cfg"
+CFG_DIR = Path(__file__).resolve().parents[1] / "cfg"
 
 Compose = Callable[..., DictConfig]
 

@@ -1,0 +1,82 @@
+"""Bad input fails with a clear error naming the key, before any simulation or process starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.launch import plan_run
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_GPU = (False, ("cpu",), False)  # (cuda available, JAX platforms, warp installed)
+
+BAD = [
+    (["task=Cartpole", "num_envs=0"], "numEnvs"),
+    (["task=Cartpole", "num_envs=-8"], "numEnvs"),
+    (["task=Cartpole", "train.params.config.minibatch_size=1000"], "minibatch_size"),
+    (["task=Cartpole", "gmi.per_gpu=0"], "gmi.per_gpu"),
+    (["task=Cartpole", "gmi.per_gpu=-2"], "gmi.per_gpu"),
+    (["task=Cartpole", "gmi.per_gpu=1.5"], "gmi.per_gpu"),
+    (["task=Cartpole", "gmi.per_gpu=abc"], "gmi.per_gpu"),
+    (["task=Cartpole", "gmi.backend=cuda"], "gmi.backend"),
+    (["task=Cartpole", "gmi.comm=ring"], "gmi.comm"),
+    (["task=Cartpole", "sim_backend=physx"], "sim_backend"),
+    (["task=Cartpole", "mjx_impl=warp", "sim_backend=mjx"], "mjx_impl"),
+    (["task=Cartpole", "sim_device=tpu"], "sim_device"),
+    (["task=Cartpole", "test=True"], "checkpoint"),
+    (["task=Cartpole", "checkpoint=/nonexistent/model.pth"], "checkpoint"),
+]
+
+
+@pytest.mark.parametrize("overrides,key", BAD, ids=[" ".join(o[1:]) for o, _ in BAD])
+def test_plan_rejects_bad_input_naming_the_key(compose_cfg, overrides, key):
+    cfg = compose_cfg(*overrides)
+    with pytest.raises(ConfigError) as err:
+        plan_run(cfg, platform=NO_GPU)
+    assert key in str(err.value)
+
+
+def test_mjx_on_a_gpu_device_needs_a_jax_gpu(compose_cfg):
+    cfg = compose_cfg("task=Cartpole", "sim_backend=mjx")
+    with pytest.raises(ConfigError, match="sim_backend"):
+        plan_run(cfg, platform=(True, ("cpu",), False))  # CUDA for torch, none for JAX
+
+
+def test_unknown_gmi_key_is_refused(compose_cfg):
+    cfg = compose_cfg("task=Cartpole", "+gmi.per_gpus=2")
+    with pytest.raises(ConfigError, match="per_gpus"):
+        plan_run(cfg, platform=NO_GPU)
+
+
+def _train(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_cli_unknown_task_lists_available_tasks(tmp_path):
+    proc = _train("task=Humanoidz", tmp_path=tmp_path)
+    assert proc.returncode != 0
+    assert "Ant" in proc.stderr and "Cartpole" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cli_task_config_without_task_class_lists_available(tmp_path):
+    (tmp_path / "cfg" / "task").mkdir(parents=True)
+    (tmp_path / "cfg" / "task" / "Walker.yaml").write_text("name: Walker\nenv:\n  numEnvs: 16\n")
+    proc = _train("task=Walker", "train=CartpolePPO", f"hydra.searchpath=[file://{tmp_path / 'cfg'}]",
+                  tmp_path=tmp_path)
+    assert proc.returncode == 2
+    assert "task='Walker'" in proc.stderr and "Ant, Cartpole" in proc.stderr
+
+
+def test_cli_bad_value_exits_2_before_any_work(tmp_path):
+    proc = _train("task=Cartpole", "gmi.per_gpu=0", tmp_path=tmp_path)
+    assert proc.returncode == 2
+    assert "gmi.per_gpu=0" in proc.stderr and ">= 1" in proc.stderr
+    assert not (tmp_path / "runs").exists()
