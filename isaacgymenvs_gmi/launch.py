@@ -52,7 +52,9 @@ class RunResult:
     history: list[tuple[int, float, float]]  # (frame, wall time s, mean reward), training only
 
 
-def plan_run(cfg: DictConfig, platform: tuple[bool, tuple[str, ...], bool] | None = None) -> RunPlan:
+def plan_run(
+    cfg: DictConfig, platform: tuple[bool, tuple[str, ...], bool] | None = None
+) -> RunPlan:
     """Validate ``cfg`` into a :class:`RunPlan` (raises :class:`ConfigError`)."""
     try:
         get_task_class(cfg.task_name)
@@ -102,13 +104,13 @@ def seed_everything(seed: int, deterministic: bool) -> None:
 
 def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult:
     """Train (or, with ``test=True``, play) as one GMI in this process."""
-    from patches import apply_all
     from rl_games.torch_runner import Runner
 
     from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
     from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
+    from patches import apply_all
 
     plan = plan or plan_run(cfg)
     report_ignored_keys(cfg, log)
@@ -135,9 +137,18 @@ def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult:
         return env
 
     register_env(create_env)
-    params = rlgames_params(cfg, rl_device=plan.sim.rl_device, seed=plan.seed, num_envs=plan.num_envs)
-    log.info("%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s", plan.task_name,
-             plan.num_envs, plan.seed, plan.sim.backend, plan.sim.sim_device, plan.sim.rl_device)
+    params = rlgames_params(
+        cfg, rl_device=plan.sim.rl_device, seed=plan.seed, num_envs=plan.num_envs
+    )
+    log.info(
+        "%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s",
+        plan.task_name,
+        plan.num_envs,
+        plan.seed,
+        plan.sim.backend,
+        plan.sim.sim_device,
+        plan.sim.rl_device,
+    )
     observer = EpisodeStatsObserver()
     runner = Runner(observer)
     runner.load({"params": params})

@@ -79,8 +79,8 @@ class TaskLogic(abc.ABC):
         self.max_episode_length = int(env_cfg.get("episodeLength", self.default_episode_length))
 
     @classmethod
-    def prepare_spec(cls, spec: mujoco.MjSpec, env_cfg: dict[str, Any]) -> None:
-        """Edit a loaded MJCF/URDF spec (add sensors, actuators, collision filters)."""
+    def prepare_spec(cls, spec: mujoco.MjSpec, env_cfg: dict[str, Any]) -> None:  # noqa: B027
+        """Optional: edit a loaded MJCF/URDF spec (sensors, actuators, collision filters)."""
 
     @abc.abstractmethod
     def action_scale(self) -> np.ndarray:

@@ -55,7 +55,10 @@ def test_unknown_gmi_key_is_refused(compose_cfg):
 def _train(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -69,8 +72,12 @@ def test_cli_unknown_task_lists_available_tasks(tmp_path):
 def test_cli_task_config_without_task_class_lists_available(tmp_path):
     (tmp_path / "cfg" / "task").mkdir(parents=True)
     (tmp_path / "cfg" / "task" / "Walker.yaml").write_text("name: Walker\nenv:\n  numEnvs: 16\n")
-    proc = _train("task=Walker", "train=CartpolePPO", f"hydra.searchpath=[file://{tmp_path / 'cfg'}]",
-                  tmp_path=tmp_path)
+    proc = _train(
+        "task=Walker",
+        "train=CartpolePPO",
+        f"hydra.searchpath=[file://{tmp_path / 'cfg'}]",
+        tmp_path=tmp_path,
+    )
     assert proc.returncode == 2
     assert "task='Walker'" in proc.stderr and "Ant, Cartpole" in proc.stderr
 

@@ -56,7 +56,11 @@ class EpisodeStatsObserver(AlgoObserver):
         self.history.append((int(frame), float(total_time), reward))
         log.info(
             "epoch %d  frames %d  time %.1fs  mean episode reward %.2f  length %.1f",
-            epoch_num, frame, total_time, reward, length,
+            epoch_num,
+            frame,
+            total_time,
+            reward,
+            length,
         )
         if self.writer is not None:
             for tag, value in (("episode/reward", reward), ("episode/length", length)):

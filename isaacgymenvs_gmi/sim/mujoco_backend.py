@@ -101,7 +101,16 @@ class MujocoBackend:
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
         self._scale = logic.task.action_scale().astype(np.float64)
-        self._finish = jax.jit(logic.finish_step)
+        m = model
+        # One float32 host buffer [qpos | qvel | sensordata] per step: a single host->JAX copy.
+        self._frame_host = np.empty((logic.num_envs, m.nq + m.nv + m.nsensordata), np.float32)
+        self._cuts = (m.nq, m.nq + m.nv)
+
+        def finish_packed(packed, actions, bufs):
+            qpos, qvel, sensors = jnp.split(packed, self._cuts, axis=1)
+            return logic.finish_step(PhysicsFrame(qpos, qvel, sensors), actions, bufs)
+
+        self._finish = jax.jit(finish_packed)
         self._start = jax.jit(logic.start)
         self._seed = seed
         self._bufs = None
@@ -116,15 +125,12 @@ class MujocoBackend:
     def step(self, actions: np.ndarray) -> StepOutput:
         """One env step for actions (N, num_actions) (any float dtype, unclipped)."""
         clipped = np.clip(actions, -self.logic.clip_actions, self.logic.clip_actions)
-        self.worlds.step(clipped * self._scale)
         w = self.worlds
-        frame = PhysicsFrame(
-            jnp.asarray(w.qpos, jnp.float32),
-            jnp.asarray(w.qvel, jnp.float32),
-            jnp.asarray(w.sensordata, jnp.float32),
-        )
+        w.step(clipped * self._scale)
+        host, (a, b) = self._frame_host, self._cuts
+        host[:, :a], host[:, a:b], host[:, b:] = w.qpos, w.qvel, w.sensordata
         out, self._bufs, reset_state = self._finish(
-            frame, jnp.asarray(clipped, jnp.float32), self._bufs
+            jnp.asarray(host), jnp.asarray(clipped, jnp.float32), self._bufs
         )
         done = np.asarray(out.reset)
         if done.any():

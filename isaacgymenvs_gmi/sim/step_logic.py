@@ -34,6 +34,7 @@ class StepOutput(NamedTuple):
     timeout: jax.Array  # (N,) bool, ended by the episode length limit
     episode_return: jax.Array  # (N,) float32, return of the episode that ended (0 elsewhere)
     episode_length: jax.Array  # (N,) int32, its length (0 elsewhere)
+    episode_sums: jax.Array  # (3,) float32: sum of those returns, of those lengths, their count
 
 
 class ResetState(NamedTuple):
@@ -103,6 +104,13 @@ class StepLogic:
             timeout=timeout,
             episode_return=jnp.where(done, ep_return, 0.0),
             episode_length=jnp.where(done, progress, 0),
+            episode_sums=jnp.stack(
+                [
+                    jnp.sum(jnp.where(done, ep_return, 0.0)),
+                    jnp.sum(jnp.where(done, progress, 0)),
+                    jnp.sum(done),
+                ]
+            ).astype(jnp.float32),
         )
         bufs = EnvBuffers(
             progress=jnp.where(done, 0, progress),

@@ -126,8 +126,13 @@ class VecTask:
         self.obs_dict["obs"] = self.obs_buf
         log.info(
             "%s: %d envs, %s backend, %d obs / %d actions, %d physics steps of %.4g s per env step",
-            self.task.name, self.num_envs, physics.backend, self.num_obs, self.num_actions,
-            timing.nstep, timing.timestep,
+            self.task.name,
+            self.num_envs,
+            physics.backend,
+            self.num_obs,
+            self.num_actions,
+            timing.nstep,
+            timing.timestep,
         )
 
     # --- IsaacGymEnvs VecTask API -----------------------------------------------------------
@@ -216,7 +221,5 @@ class VecTask:
             "episode_return": episode_return,
             "episode_length": episode_length,
         }
-        self._episode_sums += torch.stack(
-            [episode_return.sum(), episode_length.sum(), self.reset_buf.sum()]
-        ).double()
+        self._episode_sums += self._adopt(out.episode_sums)
         return self.obs_dict, self.rew_buf, self.reset_buf, self.extras

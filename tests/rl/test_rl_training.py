@@ -50,12 +50,25 @@ def test_cartpole_ppo_reaches_400_within_three_minutes(cartpole_run):
 
 def test_cartpole_checkpoint_plays_and_prints_mean_reward(cartpole_run):
     result, _ = cartpole_run
-    ckpts = sorted(glob.glob(os.path.join(result.experiment_dir, "nn", "*.pth")), key=os.path.getmtime)
+    ckpts = sorted(
+        glob.glob(os.path.join(result.experiment_dir, "nn", "*.pth")), key=os.path.getmtime
+    )
     assert ckpts, "no checkpoint under runs/<experiment>/nn/"
     proc = subprocess.run(
-        [sys.executable, "train.py", "task=Cartpole", "test=True", f"checkpoint={ckpts[-1]}",
-         "num_envs=64", "train.params.config.minibatch_size=1024", "headless=True"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "train.py",
+            "task=Cartpole",
+            "test=True",
+            f"checkpoint={ckpts[-1]}",
+            "num_envs=64",
+            "train.params.config.minibatch_size=1024",
+            "headless=True",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [x for x in proc.stdout.splitlines() if x.startswith("mean episode reward:")]
@@ -66,8 +79,11 @@ def test_cartpole_checkpoint_plays_and_prints_mean_reward(cartpole_run):
 
 def test_ant_ppo_runs_without_nan_learns_and_resumes(compose_cfg, tmp_path):
     overrides = [
-        "task=Ant", "num_envs=512", "train.params.config.minibatch_size=4096",
-        f"train_dir={tmp_path}", "train.params.config.save_frequency=5",
+        "task=Ant",
+        "num_envs=512",
+        "train.params.config.minibatch_size=4096",
+        f"train_dir={tmp_path}",
+        "train.params.config.save_frequency=5",
     ]
     cfg = compose_cfg(*overrides, "max_iterations=15")
     first = run(cfg, plan_run(cfg))
@@ -77,7 +93,9 @@ def test_ant_ppo_runs_without_nan_learns_and_resumes(compose_cfg, tmp_path):
     assert late > early, f"reward did not rise: {rewards}"
     assert first.frames == 15 * 16 * 512
 
-    ckpts = sorted(glob.glob(os.path.join(first.experiment_dir, "nn", "*.pth")), key=os.path.getmtime)
+    ckpts = sorted(
+        glob.glob(os.path.join(first.experiment_dir, "nn", "*.pth")), key=os.path.getmtime
+    )
     assert ckpts
     state = torch.load(ckpts[-1], weights_only=False)
     assert state["epoch"] == 15 and all(torch.isfinite(v).all() for v in state["model"].values())

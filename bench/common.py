@@ -1,0 +1,78 @@
+"""Helpers shared by the benchmarks: config composition, machine facts, result files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+
+def compose(*overrides: str):
+    """The composed training config, as ``python train.py <overrides>`` would see it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from isaacgymenvs_gmi.config import register_resolvers
+
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(ROOT / "cfg"), version_base="1.1"):
+        return hydra_compose("config", overrides=list(overrides))
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": len(os.sched_getaffinity(0)),
+        "python": platform.python_version(),
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        if names:
+            info["cpu"] = names[0]
+    except OSError:
+        pass
+    try:
+        info["gpu"] = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            or None
+        )
+    except (OSError, subprocess.SubprocessError):
+        info["gpu"] = None
+    import jax
+    import mujoco
+    import torch
+
+    info.update(torch=torch.__version__, jax=jax.__version__, mujoco=mujoco.__version__)
+    return info
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "benchmark": name,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine(),
+        **payload,
+    }
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"wrote {path.relative_to(ROOT)}")
+    return path
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)

@@ -1,0 +1,146 @@
+"""Ant env steps/s through our VecTask on the `mujoco` backend vs bare MuJoCo stepping.
+
+Baseline: ``mujoco.rollout`` on the same compiled model with the same worker threads, physics
+steps per env step and world count, random controls, state fed back each call — physics and
+nothing else. Ours: ``VecTask.step`` with torch actions in and torch observations, rewards,
+resets out (task logic in JAX, episode bookkeeping, DLPack). The two alternate in short rounds
+so machine noise hits both; the ratio of medians is reported (target >= 0.90).
+With a GPU, also MJX env steps/s at 4096, 8192 and 16384 envs.
+
+    python bench/env_throughput.py [--envs 1024] [--rounds 7] [--steps 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import mujoco
+import numpy as np
+import torch
+from common import compose, median, write_result
+from isaacgymenvs_gmi.tasks import get_task_class
+from mujoco import rollout
+from omegaconf import OmegaConf
+
+from isaacgymenvs_gmi.sim.model import compile_task_model
+from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
+
+
+def task_config(num_envs: int) -> dict:
+    cfg = compose("task=Ant", f"num_envs={num_envs}")
+    return OmegaConf.to_container(cfg.task, resolve=True)
+
+
+class BareStepping:
+    """MuJoCo's batched stepping of N worlds, nothing else."""
+
+    def __init__(self, task_cfg: dict, num_envs: int, threads: int):
+        self.model, timing = compile_task_model(get_task_class("Ant"), task_cfg)
+        m = self.model
+        self.nstep = timing.nstep
+        self.pool = rollout.Rollout(nthread=threads if threads > 1 else None)
+        self.datas = [mujoco.MjData(m) for _ in range(threads)]
+        data = mujoco.MjData(m)
+        state = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS))
+        mujoco.mj_getState(m, data, state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        self.state = np.tile(state, (num_envs, 1))
+        self.out = np.empty((num_envs, self.nstep, state.size))
+        self.sensors = np.empty((num_envs, self.nstep, m.nsensordata))
+        self.ctrl = np.empty((num_envs, self.nstep, m.nu))
+        self.models = [m] * num_envs
+        self.rng = np.random.default_rng(0)
+
+    def step(self) -> None:
+        self.ctrl[:] = self.rng.uniform(-1, 1, (self.ctrl.shape[0], 1, self.ctrl.shape[2]))
+        self.pool.rollout(
+            self.models,
+            self.datas,
+            self.state,
+            self.ctrl,
+            nstep=self.nstep,
+            state=self.out,
+            sensordata=self.sensors,
+            skip_checks=True,
+            control_spec=mujoco.mjtState.mjSTATE_CTRL,
+        )
+        self.state[:] = self.out[:, -1]
+
+
+def timed(fn, steps: int) -> float:
+    start = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    return time.perf_counter() - start
+
+
+def cpu_ratio(num_envs: int, rounds: int, steps: int) -> dict:
+    threads = available_cores()
+    cfg = task_config(num_envs)
+    env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend="mujoco", num_threads=threads))
+    bare = BareStepping(cfg, num_envs, threads)
+    gen = torch.Generator().manual_seed(0)
+
+    def ours() -> None:
+        env.step(torch.rand((num_envs, 8), generator=gen) * 2 - 1)
+
+    for fn in (ours, bare.step):  # warm up: JIT compilation, thread pools, caches
+        timed(fn, 5)
+    ours_s, bare_s = [], []
+    for _ in range(rounds):
+        ours_s.append(timed(ours, steps))
+        bare_s.append(timed(bare.step, steps))
+    ours_sps = num_envs * steps / median(ours_s)
+    bare_sps = num_envs * steps / median(bare_s)
+    env.close()
+    return {
+        "num_envs": num_envs,
+        "threads": threads,
+        "physics_steps_per_env_step": bare.nstep,
+        "ours_env_steps_per_s": ours_sps,
+        "bare_env_steps_per_s": bare_sps,
+        "ratio": ours_sps / bare_sps,
+        "target": 0.90,
+        "rounds": rounds,
+        "steps_per_round": steps,
+    }
+
+
+def gpu_mjx(sizes=(4096, 8192, 16384), steps: int = 50) -> list[dict]:
+    out = []
+    for n in sizes:
+        env = VecTask(task_config(n), "cuda:0", "cuda:0", physics=PhysicsOptions(backend="mjx"))
+        actions = torch.zeros((n, 8), device="cuda:0")
+        timed(lambda env=env, a=actions: env.step(a), 3)
+        torch.cuda.synchronize()
+        elapsed = timed(lambda env=env, a=actions: env.step(a), steps)
+        torch.cuda.synchronize()
+        out.append({"num_envs": n, "env_steps_per_s": n * steps / elapsed})
+        env.close()
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--envs", type=int, default=1024)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--steps", type=int, default=40)
+    args = p.parse_args()
+    result = {"cpu_mujoco": cpu_ratio(args.envs, args.rounds, args.steps)}
+    r = result["cpu_mujoco"]
+    print(
+        f"Ant, {r['num_envs']} envs, {r['threads']} threads: ours {r['ours_env_steps_per_s']:,.0f} "
+        f"env steps/s, bare MuJoCo {r['bare_env_steps_per_s']:,.0f}; ratio {r['ratio']:.3f} "
+        f"(target >= 0.90)"
+    )
+    if torch.cuda.is_available():
+        result["gpu_mjx"] = gpu_mjx()
+        for row in result["gpu_mjx"]:
+            print(f"MJX Ant {row['num_envs']} envs: {row['env_steps_per_s']:,.0f} env steps/s")
+    else:
+        result["gpu_mjx"] = "not measured: no GPU on this machine"
+    write_result("env_throughput", result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Render bench/results/*.json into the results table of README.md (between the markers).
+
+python bench/report.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from common import RESULTS, ROOT
+
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def rows() -> list[str]:
+    out = [
+        "| benchmark | measured | baseline (same run) | ratio | target | machine |",
+        "|---|---|---|---|---|---|",
+    ]
+    env = _load("env_throughput")
+    if env:
+        r, m = env["cpu_mujoco"], env["machine"]
+        out.append(
+            f"| Ant env steps/s, `mujoco` backend, {r['num_envs']} envs, {r['threads']} threads "
+            f"| {r['ours_env_steps_per_s']:,.0f} "
+            f"| bare MuJoCo stepping {r['bare_env_steps_per_s']:,.0f} "
+            f"| **{r['ratio']:.3f}** | >= 0.90 | {m['cores']}-core CPU |"
+        )
+        if isinstance(env.get("gpu_mjx"), list):
+            for g in env["gpu_mjx"]:
+                out.append(
+                    f"| Ant env steps/s, `mjx`, {g['num_envs']} envs | "
+                    f"{g['env_steps_per_s']:,.0f} | | | | {m.get('gpu')} |"
+                )
+    ppo = _load("ppo_overhead")
+    if ppo:
+        s = ppo["samples_env_steps_per_s"]
+        out.append(
+            f"| Ant PPO env steps/s, {ppo['num_envs']} envs "
+            f"| plugin {max(s['plugin']):,.0f} (best) "
+            f"| plain rl-games Runner {max(s['plain']):,.0f} (best) | **{ppo['ratio']:.3f}** "
+            f"(medians) | >= 0.97 | {ppo['machine']['cores']}-core CPU |"
+        )
+    curves = _load("learning_curves")
+    if curves:
+        c, a = curves["cartpole"], curves["ant"]
+        out.append(
+            f"| Cartpole time to mean reward 400 | {c['time_to_target_s']:.1f} s "
+            f"({c['frames_to_target']:,} frames) | | | <= 180 s | "
+            f"{curves['machine']['cores']}-core CPU |"
+        )
+        out.append(
+            f"| Ant mean episode reward, {a['epochs']} epochs on CPU | "
+            f"{a['curve'][0][2]:.1f} -> {a['final_reward']:.1f} in {a['curve'][-1][1]:.0f} s "
+            f"| | | rising | {curves['machine']['cores']}-core CPU |"
+        )
+    return out
+
+
+def main() -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    table = "\n".join([START, *rows(), END])
+    text = re.sub(re.escape(START) + ".*?" + re.escape(END), table, text, flags=re.S)
+    readme.write_text(text)
+    print("\n".join(rows()))
+
+
+if __name__ == "__main__":
+    main()
