@@ -79,8 +79,9 @@ class TaskLogic(abc.ABC):
         self.max_episode_length = int(env_cfg.get("episodeLength", self.default_episode_length))
 
     @classmethod
-    def prepare_spec(cls, spec: mujoco.MjSpec, env_cfg: dict[str, Any]) -> None:  # noqa: B027
+    def prepare_spec(cls, spec: mujoco.MjSpec, env_cfg: dict[str, Any]) -> None:
         """Optional: edit a loaded MJCF/URDF spec (sensors, actuators, collision filters)."""
+        del spec, env_cfg  # the default model needs no edits
 
     @abc.abstractmethod
     def action_scale(self) -> np.ndarray:

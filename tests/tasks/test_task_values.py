@@ -15,11 +15,11 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-
-from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.tasks import Ant, Cartpole, PhysicsFrame, rotations
 from isaacgymenvs_gmi.tasks.ant import AntCarry
 from isaacgymenvs_gmi.tasks.base import ModelInfo
+
+from isaacgymenvs_gmi.sim.model import compile_task_model
 
 CFG_DIR = Path(__file__).resolve().parents[2] / "cfg" / "task"
 DT = 0.0166  # sim.dt of both task configs
@@ -377,7 +377,9 @@ def test_rotate_matches_mujoco_and_inverts():
 
 def _zyx_quat(roll, pitch, yaw):
     """q = qz(yaw) * qy(pitch) * qx(roll), composed with MuJoCo."""
-    qx, qy, qz = (_quat_axis_angle(a, t) for a, t in ((1, 0, 0), roll), ((0, 1, 0), pitch), ((0, 0, 1), yaw))
+    qx = _quat_axis_angle((1, 0, 0), roll)
+    qy = _quat_axis_angle((0, 1, 0), pitch)
+    qz = _quat_axis_angle((0, 0, 1), yaw)
     qzy, q = np.empty(4), np.empty(4)
     mujoco.mju_mulQuat(qzy, qz, qy)
     mujoco.mju_mulQuat(q, qzy, qx)
