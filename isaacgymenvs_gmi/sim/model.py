@@ -10,6 +10,8 @@ import mujoco
 
 from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, TaskLogic
 
+from .urdf import spec_from_urdf
+
 
 @dataclass(frozen=True)
 class SimTiming:
@@ -65,7 +67,8 @@ def compile_task_model(
     task_cls: type[TaskLogic], task_cfg: dict[str, Any], assets_root: str | None = None
 ) -> tuple[mujoco.MjModel, SimTiming]:
     """Load the task's MJCF/URDF, let the task edit it, compile, and apply the config's timing."""
-    spec = mujoco.MjSpec.from_file(str(asset_path(task_cls, task_cfg, assets_root)))
+    path = asset_path(task_cls, task_cfg, assets_root)
+    spec = spec_from_urdf(path) if path.suffix == ".urdf" else mujoco.MjSpec.from_file(str(path))
     task_cls.prepare_spec(spec, task_cfg.get("env", {}))
     model = spec.compile()
     timing = SimTiming.from_task_cfg(task_cfg)
