@@ -43,6 +43,7 @@ class ModelInfo:
     joint_range: np.ndarray  # (njnt, 2) limits of every joint, in model order
     joint_limited: np.ndarray  # (njnt,) bool
     qpos0: np.ndarray  # (nq,) reference configuration
+    actuator_action: np.ndarray  # (nu,) index of the action that drives each actuator
 
     @classmethod
     def from_model(cls, model: mujoco.MjModel) -> ModelInfo:
@@ -54,7 +55,21 @@ class ModelInfo:
             joint_range=np.array(model.jnt_range, dtype=np.float64),
             joint_limited=np.array(model.jnt_limited, dtype=bool),
             qpos0=np.array(model.qpos0, dtype=np.float64),
+            actuator_action=actuator_action_index(model),
         )
+
+
+def actuator_action_index(model: mujoco.MjModel) -> np.ndarray:
+    """(nu,) action index per actuator: actions follow dof order, as Isaac Gym applies them.
+
+    A file may list its motors in any order (IsaacGymEnvs' nv_ant.xml starts with hip_4); action i
+    always drives the i-th actuated joint in tree order.
+    """
+    joint_ids = np.asarray(model.actuator_trnid[:, 0])
+    on_joints = np.asarray(model.actuator_trntype) == mujoco.mjtTrn.mjTRN_JOINT
+    if model.nu == 0 or not on_joints.all():
+        return np.arange(model.nu)
+    return np.argsort(np.argsort(joint_ids, kind="stable"), kind="stable")
 
 
 class TaskLogic(abc.ABC):
@@ -85,7 +100,7 @@ class TaskLogic(abc.ABC):
 
     @abc.abstractmethod
     def action_scale(self) -> np.ndarray:
-        """(nu,) factors mapping clipped actions to MuJoCo ``ctrl``."""
+        """(num_actions,) factors mapping clipped actions to MuJoCo ``ctrl`` (dof order)."""
 
     @abc.abstractmethod
     def initial_carry(self, num_envs: int) -> Any:

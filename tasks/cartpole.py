@@ -30,6 +30,8 @@ class Cartpole(TaskLogic):
 
     @classmethod
     def prepare_spec(cls, spec, env_cfg):
+        for geom in spec.geoms:  # an actor never collides with itself in Isaac Gym
+            geom.contype, geom.conaffinity = 0, 0
         if not spec.actuators:  # our MJCF and IsaacGymEnvs' URDF carry no motor: add the push
             spec.add_actuator(
                 name="push",

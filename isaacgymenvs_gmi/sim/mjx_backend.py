@@ -52,15 +52,16 @@ class MjxBackend:
         n = logic.num_envs
         with jax.default_device(self.device):
             self._data = jax.vmap(lambda _: mjx.make_data(self._mx, impl=impl))(jnp.arange(n))
-        self._scale = jnp.asarray(logic.task.action_scale(), jnp.float32)
         self._seed = seed
         self._bufs: EnvBuffers | None = None
-        mx, scale = self._mx, self._scale
+        mx = self._mx
+        index = jnp.asarray(logic.ctrl_index)
+        scale = jnp.asarray(logic.ctrl_scale, jnp.float32)
         batched_step = jax.vmap(mjx.step, in_axes=(None, 0))
 
         def fused_step(data, bufs: EnvBuffers, actions: jax.Array):
             clipped = logic.clip(actions)
-            data = data.replace(ctrl=clipped * scale)
+            data = data.replace(ctrl=clipped[:, index] * scale)
             data = jax.lax.fori_loop(0, nstep, lambda _, d: batched_step(mx, d), data)
             frame = PhysicsFrame(data.qpos, data.qvel, data.sensordata)
             out, bufs, reset = logic.finish_step(frame, clipped, bufs)

@@ -100,7 +100,6 @@ class MujocoBackend:
     ):
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
-        self._scale = logic.task.action_scale().astype(np.float64)
         m = model
         # One float32 host buffer [qpos | qvel | sensordata] per step: a single host->JAX copy.
         self._frame_host = np.empty((logic.num_envs, m.nq + m.nv + m.nsensordata), np.float32)
@@ -126,7 +125,7 @@ class MujocoBackend:
         """One env step for actions (N, num_actions) (any float dtype, unclipped)."""
         clipped = np.clip(actions, -self.logic.clip_actions, self.logic.clip_actions)
         w = self.worlds
-        w.step(clipped * self._scale)
+        w.step(clipped[:, self.logic.ctrl_index] * self.logic.ctrl_scale)
         host, (a, b) = self._frame_host, self._cuts
         host[:, :a], host[:, a:b], host[:, b:] = w.qpos, w.qvel, w.sensordata
         out, self._bufs, reset_state = self._finish(

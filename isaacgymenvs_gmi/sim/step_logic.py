@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame, TaskLogic
 
@@ -62,6 +63,9 @@ class StepLogic:
         self.num_envs = num_envs
         self.clip_obs = clip_obs
         self.clip_actions = clip_actions
+        # ctrl[:, k] = action[:, ctrl_index[k]] * ctrl_scale[k]  (actuator k, file order)
+        self.ctrl_index = np.asarray(task.info.actuator_action)
+        self.ctrl_scale = np.asarray(task.action_scale(), np.float64)[self.ctrl_index]
 
     def clip(self, actions: jax.Array) -> jax.Array:
         return jnp.clip(actions.astype(jnp.float32), -self.clip_actions, self.clip_actions)

@@ -158,7 +158,7 @@ class VecTask:
 
     @property
     def progress_buf(self) -> torch.Tensor:
-        return self._adopt(self.backend.progress)
+        return self._adopt(self.backend.progress).long()
 
     @property
     def states_buf(self) -> torch.Tensor | None:

@@ -121,6 +121,14 @@ def test_cartpole_action_scale_is_max_effort(cartpole):
     assert cartpole.max_episode_length == 500
 
 
+def test_episode_length_fixed_for_cartpole_read_for_ant(cartpole, ant):
+    cfg = {**cartpole.env_cfg, "episodeLength": 5}
+    assert Cartpole(cfg, DT, cartpole.info).max_episode_length == 500  # fixed upstream
+    assert ant.max_episode_length == 1000  # Ant.yaml
+    assert Ant({**ant.env_cfg, "episodeLength": 5}, DT, ant.info).max_episode_length == 5
+    np.testing.assert_array_equal(ant.action_scale(), np.ones(8))  # powerScale 1.0
+
+
 # --------------------------------------------------------------------------------------------
 # Ant
 # --------------------------------------------------------------------------------------------
