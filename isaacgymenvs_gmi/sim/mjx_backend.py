@@ -13,7 +13,7 @@ import numpy as np
 
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame
 
-from .step_logic import EnvBuffers, StepLogic, StepOutput
+from .step_logic import EnvBuffers, StepLogic
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class MjxBackend:
             frame = PhysicsFrame(data.qpos, data.qvel, data.sensordata)
             out, bufs, reset = logic.finish_step(frame, clipped, bufs)
             data = _load(data, out.reset, reset.qpos, reset.qvel)
-            return data, bufs, out
+            return data, bufs, logic.pack(out)
 
         def start(data, key):
             bufs, reset, obs = logic.start(key)
@@ -74,6 +74,8 @@ class MjxBackend:
             return _load(data, everyone, reset.qpos, reset.qvel), bufs, obs
 
         self._fused_step = jax.jit(fused_step, donate_argnums=(0, 1))
+        self._refill = jax.jit(logic.refill, donate_argnums=(0,))
+
         self._start = jax.jit(start, donate_argnums=(0,))
         self._load = jax.jit(_load, donate_argnums=(0,))
 
@@ -82,11 +84,20 @@ class MjxBackend:
         self._data, self._bufs, obs = self._start(self._data, key)
         return obs
 
-    def step(self, actions) -> StepOutput:
+    def step(self, actions) -> jax.Array:
         """One env step for actions (N, num_actions): a JAX array, or anything DLPack-able."""
         actions = jnp.asarray(actions) if isinstance(actions, np.ndarray) else actions
+        # Same refill rule as the MuJoCo backend, so a seed gives the same episodes on both. The
+        # scalar read waits for the previous step, which a learner has consumed by now anyway.
+        if self.logic.pool_size - int(self._bufs.pool.next) < self.logic.num_envs:
+            self._bufs = self._refill(self._bufs)
         self._data, self._bufs, out = self._fused_step(self._data, self._bufs, actions)
         return out
+
+    @property
+    def totals(self) -> jax.Array:
+        """(3,) summed return and length of the episodes finished so far, and their count."""
+        return self._bufs.totals
 
     @property
     def progress(self) -> jax.Array:

@@ -14,7 +14,7 @@ from mujoco import rollout
 
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame
 
-from .step_logic import StepLogic, StepOutput
+from .step_logic import StepLogic
 
 FULL_PHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -53,12 +53,19 @@ class WorldBatch:
         return self.state[:, self.qvel_slice]
 
     @property
+    def qpos_qvel(self) -> np.ndarray:
+        """(N, nq + nv): MuJoCo's state keeps them side by side."""
+        return self.state[:, self.qpos_slice.start : self.qvel_slice.stop]
+
+    @property
     def sensordata(self) -> np.ndarray:
         return self._out_sensor[:, -1]
 
-    def step(self, ctrl: np.ndarray) -> None:
-        """Advance every world by ``nstep`` steps holding ``ctrl`` (N, nu) fixed."""
-        self._ctrl[:] = ctrl[:, None, :]
+    def step(self, ctrl: np.ndarray, scale: np.ndarray | float = 1.0) -> None:
+        """Advance every world by ``nstep`` steps holding ``ctrl * scale`` (N, nu) fixed."""
+        np.multiply(ctrl, scale, out=self._ctrl[:, 0, :])
+        if self.nstep > 1:
+            self._ctrl[:, 1:, :] = self._ctrl[:, :1, :]
         self._rollout.rollout(
             self._models,
             self._datas,
@@ -101,15 +108,22 @@ class MujocoBackend:
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
         m = model
-        # One float32 host buffer [qpos | qvel | sensordata] per step: a single host->JAX copy.
-        self._frame_host = np.empty((logic.num_envs, m.nq + m.nv + m.nsensordata), np.float32)
-        self._cuts = (m.nq, m.nq + m.nv)
+        # One float32 host buffer [qpos | qvel | sensordata | actions] per step: one copy to JAX.
+        na = logic.task.num_actions
+        self._host = np.empty((logic.num_envs, m.nq + m.nv + m.nsensordata + na), np.float32)
+        self._cuts = (m.nq, m.nq + m.nv, m.nq + m.nv + m.nsensordata)
 
-        def finish_packed(packed, actions, bufs):
-            qpos, qvel, sensors = jnp.split(packed, self._cuts, axis=1)
-            return logic.finish_step(PhysicsFrame(qpos, qvel, sensors), actions, bufs)
+        def finish_packed(host, bufs):
+            qpos, qvel, sensors, actions = jnp.split(host, self._cuts, axis=1)
+            frame = PhysicsFrame(qpos, qvel, sensors)
+            out, bufs, reset = logic.finish_step(frame, actions, bufs)
+            # reset states ride along in the same array: one host view serves every read below
+            return jnp.concatenate([logic.pack(out), reset.qpos, reset.qvel], axis=1), bufs
 
-        self._finish = jax.jit(finish_packed)
+        self._finish = jax.jit(finish_packed, donate_argnums=(1,))
+        self._refill = jax.jit(logic.refill, donate_argnums=(0,))
+        self._pool_left = 0  # fresh episodes left in the pool (counted on the host)
+        self._ctrl_identity = bool((logic.ctrl_index == np.arange(len(logic.ctrl_index))).all())
         self._start = jax.jit(logic.start)
         self._seed = seed
         self._bufs = None
@@ -117,24 +131,38 @@ class MujocoBackend:
     def reset(self) -> jax.Array:
         """Start every env afresh; returns the first observations (N, num_obs)."""
         self._bufs, state, obs = self._start(jax.random.PRNGKey(self._seed))
+        self._pool_left = self.logic.pool_size - self.logic.num_envs
         everyone = np.ones(self.logic.num_envs, dtype=bool)
         self.worlds.load(everyone, np.asarray(state.qpos), np.asarray(state.qvel))
         return obs
 
-    def step(self, actions: np.ndarray) -> StepOutput:
-        """One env step for actions (N, num_actions) (any float dtype, unclipped)."""
-        clipped = np.clip(actions, -self.logic.clip_actions, self.logic.clip_actions)
-        w = self.worlds
-        w.step(clipped[:, self.logic.ctrl_index] * self.logic.ctrl_scale)
-        host, (a, b) = self._frame_host, self._cuts
-        host[:, :a], host[:, a:b], host[:, b:] = w.qpos, w.qvel, w.sensordata
-        out, self._bufs, reset_state = self._finish(
-            jnp.asarray(host), jnp.asarray(clipped, jnp.float32), self._bufs
-        )
-        done = np.asarray(out.reset)
+    def step(self, actions: np.ndarray) -> np.ndarray:
+        """One env step for actions (N, num_actions), unclipped; returns ``StepLogic.pack``-ed
+        outputs, then the reset states (N, num_obs + 5 + nq + nv), as a read-only host view of
+        JAX's result buffer (DLPack-exportable, zero-copy). Few, in-place host operations: this
+        is the hot path."""
+        logic, w, host = self.logic, self.worlds, self._host
+        if self._pool_left < logic.num_envs:
+            self._bufs, self._pool_left = self._refill(self._bufs), logic.pool_size
+        a, b, c = self._cuts
+        clipped = host[:, c:]
+        np.clip(actions, -logic.clip_actions, logic.clip_actions, out=clipped)
+        w.step(clipped if self._ctrl_identity else clipped[:, logic.ctrl_index], logic.ctrl_scale)
+        host[:, :b], host[:, b:c] = w.qpos_qvel, w.sensordata
+        packed, self._bufs = self._finish(host, self._bufs)  # numpy in: no Python-side staging
+        view = np.asarray(packed)  # zero-copy host view
+        done = view[:, logic.col_reset] > 0.5
         if done.any():
-            w.load(done, np.asarray(reset_state.qpos), np.asarray(reset_state.qvel))
-        return out
+            self._pool_left -= int(done.sum())
+            start = logic.col_length + 1
+            nq, nv = w.model.nq, w.model.nv
+            w.load(done, view[:, start : start + nq], view[:, start + nq : start + nq + nv])
+        return view
+
+    @property
+    def totals(self) -> jax.Array:
+        """(3,) summed return and length of the episodes finished so far, and their count."""
+        return self._bufs.totals
 
     @property
     def progress(self) -> jax.Array:

@@ -4,6 +4,12 @@ After the physics of an env step, :func:`finish_step` computes observations, rew
 terminations with the task's rules, advances episode counters, and resets finished envs at once:
 their returned observation is the first one of the new episode (computed from a freshly sampled
 state, with zero sensor readings and zero previous actions), as in vectorised auto-reset APIs.
+
+Fresh episodes come from a pool (:class:`FreshPool`) sampled ``POOL_FACTOR * N`` at a time and
+handed out in order, so a step pays for the envs that actually reset, not for sampling and
+observing N new episodes. Each entry is used once; backends call :meth:`StepLogic.refill` before a
+step whenever fewer than N entries might be left (a conditional inside the step would copy the
+pool every step on the CPU and force a host sync on a GPU).
 """
 
 from __future__ import annotations
@@ -16,14 +22,28 @@ import numpy as np
 
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame, TaskLogic
 
+POOL_FACTOR = 4
+
+
+class FreshPool(NamedTuple):
+    """P freshly sampled episodes, not yet handed out from index ``next`` on."""
+
+    qpos: jax.Array  # (P, nq)
+    qvel: jax.Array  # (P, nv)
+    obs: jax.Array  # (P, num_obs) first observation, clipped
+    carry: Any  # task pytree with leading dim P
+    next: jax.Array  # () int32
+
 
 class EnvBuffers(NamedTuple):
-    """Per-env episode state carried between steps (all leading dims N)."""
+    """Per-env episode state carried between steps (leading dims N, but the pool's)."""
 
     progress: jax.Array  # (N,) int32, steps taken in the current episode
     episode_return: jax.Array  # (N,) float32, undiscounted reward so far
     carry: Any  # task-specific pytree
     key: jax.Array  # PRNG key
+    pool: FreshPool
+    totals: jax.Array  # (3,) float32: summed return and length of finished episodes, their count
 
 
 class StepOutput(NamedTuple):
@@ -35,7 +55,6 @@ class StepOutput(NamedTuple):
     timeout: jax.Array  # (N,) bool, ended by the episode length limit
     episode_return: jax.Array  # (N,) float32, return of the episode that ended (0 elsewhere)
     episode_length: jax.Array  # (N,) int32, its length (0 elsewhere)
-    episode_sums: jax.Array  # (3,) float32: sum of those returns, of those lengths, their count
 
 
 class ResetState(NamedTuple):
@@ -66,26 +85,67 @@ class StepLogic:
         # ctrl[:, k] = action[:, ctrl_index[k]] * ctrl_scale[k]  (actuator k, file order)
         self.ctrl_index = np.asarray(task.info.actuator_action)
         self.ctrl_scale = np.asarray(task.action_scale(), np.float64)[self.ctrl_index]
+        n = task.num_obs
+        self.col_reward, self.col_reset, self.col_timeout = n, n + 1, n + 2
+        self.col_return, self.col_length = n + 3, n + 4
+
+    def pack(self, out: StepOutput) -> jax.Array:
+        """``out`` as one (N, num_obs + 5) float32 array [obs | reward | reset | timeout |
+        episode return | episode length] (columns ``col_*``): one hand-over to the learner."""
+        f32 = jnp.float32
+        tail = [
+            out.reward,
+            out.reset.astype(f32),
+            out.timeout.astype(f32),
+            out.episode_return,
+            out.episode_length.astype(f32),
+        ]
+        return jnp.concatenate([out.obs, jnp.stack(tail, axis=1)], axis=1)
 
     def clip(self, actions: jax.Array) -> jax.Array:
         return jnp.clip(actions.astype(jnp.float32), -self.clip_actions, self.clip_actions)
 
-    def _fresh(self, key: jax.Array, carry: Any) -> tuple[ResetState, jax.Array, Any]:
-        """A new episode for every env: state, first observation, task carry."""
-        n, task = self.num_envs, self.task
-        qpos, qvel = task.sample_reset(key, n)
-        frame = PhysicsFrame(qpos, qvel, jnp.zeros((n, task.info.nsensordata), jnp.float32))
-        carry = task.reset_carry(carry, frame)
-        obs, carry = task.observe(frame, jnp.zeros((n, task.num_actions), jnp.float32), carry)
-        return ResetState(qpos, qvel), obs, carry
+    def _fill_pool(self, key: jax.Array) -> FreshPool:
+        """Sample ``POOL_FACTOR * N`` new episodes: state, first observation, task carry."""
+        task, size = self.task, POOL_FACTOR * self.num_envs
+        qpos, qvel = task.sample_reset(key, size)
+        frame = PhysicsFrame(qpos, qvel, jnp.zeros((size, task.info.nsensordata), jnp.float32))
+        carry = task.reset_carry(task.initial_carry(size), frame)
+        obs, carry = task.observe(frame, jnp.zeros((size, task.num_actions), jnp.float32), carry)
+        obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
+        return FreshPool(qpos, qvel, obs, carry, jnp.zeros((), jnp.int32))
+
+    def _take(self, pool: FreshPool, done: jax.Array) -> tuple[FreshPool, ResetState, Any, Any]:
+        """Entries for the envs where ``done`` (N,): the k-th finished env gets entry next + k."""
+        index = pool.next + jnp.cumsum(done) - 1
+        rows = jnp.clip(index, 0, pool.qpos.shape[0] - 1)
+
+        def pick(x):
+            return x[rows]
+
+        state = ResetState(pick(pool.qpos), pick(pool.qvel))
+        carry = jax.tree_util.tree_map(pick, pool.carry)
+        pool = pool._replace(next=pool.next + jnp.sum(done, dtype=jnp.int32))
+        return pool, state, pick(pool.obs), carry
+
+    @property
+    def pool_size(self) -> int:
+        return POOL_FACTOR * self.num_envs
+
+    def refill(self, bufs: EnvBuffers) -> EnvBuffers:
+        """A new, unused pool of fresh episodes."""
+        key, sub = jax.random.split(bufs.key)
+        return bufs._replace(key=key, pool=self._fill_pool(sub))
 
     def start(self, key: jax.Array) -> tuple[EnvBuffers, ResetState, jax.Array]:
         """Buffers, initial physics state and clipped first observations for all envs."""
         key, sub = jax.random.split(key)
-        state, obs, carry = self._fresh(sub, self.task.initial_carry(self.num_envs))
+        everyone = jnp.ones((self.num_envs,), bool)
+        pool, state, obs, carry = self._take(self._fill_pool(sub), everyone)
         zeros = jnp.zeros((self.num_envs,), jnp.int32)
-        bufs = EnvBuffers(zeros, jnp.zeros((self.num_envs,), jnp.float32), carry, key)
-        return bufs, state, jnp.clip(obs, -self.clip_obs, self.clip_obs)
+        ep_return = jnp.zeros((self.num_envs,), jnp.float32)
+        bufs = EnvBuffers(zeros, ep_return, carry, key, pool, jnp.zeros((3,), jnp.float32))
+        return bufs, state, obs
 
     def finish_step(
         self, frame: PhysicsFrame, actions: jax.Array, bufs: EnvBuffers
@@ -99,27 +159,23 @@ class StepLogic:
         timeout = progress >= task.max_episode_length
         done = terminated | timeout
 
-        key, sub = jax.random.split(bufs.key)
-        reset_state, reset_obs, reset_carry = self._fresh(sub, carry)
+        pool, reset_state, reset_obs, reset_carry = self._take(bufs.pool, done)
+        obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
         out = StepOutput(
-            obs=jnp.clip(jnp.where(done[:, None], reset_obs, obs), -self.clip_obs, self.clip_obs),
+            obs=jnp.where(done[:, None], reset_obs, obs),
             reward=reward.astype(jnp.float32),
             reset=done,
             timeout=timeout,
             episode_return=jnp.where(done, ep_return, 0.0),
             episode_length=jnp.where(done, progress, 0),
-            episode_sums=jnp.stack(
-                [
-                    jnp.sum(jnp.where(done, ep_return, 0.0)),
-                    jnp.sum(jnp.where(done, progress, 0)),
-                    jnp.sum(done),
-                ]
-            ).astype(jnp.float32),
         )
         bufs = EnvBuffers(
             progress=jnp.where(done, 0, progress),
             episode_return=jnp.where(done, 0.0, ep_return),
             carry=_select(done, reset_carry, carry),
-            key=key,
+            key=bufs.key,
+            pool=pool,
+            totals=bufs.totals
+            + jnp.stack([out.episode_return.sum(), out.episode_length.sum(), done.sum()]),
         )
         return out, bufs, reset_state

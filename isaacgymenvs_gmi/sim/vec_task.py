@@ -20,7 +20,7 @@ from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
 from .model import compile_task_model
-from .step_logic import StepLogic, StepOutput
+from .step_logic import StepLogic
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,9 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def to_torch(x: jax.Array, device: torch.device) -> torch.Tensor:
-    """A JAX array as a torch tensor on ``device`` (zero-copy through DLPack when possible)."""
+def to_torch(x: jax.Array | np.ndarray, device: torch.device) -> torch.Tensor:
+    """A JAX array (or a host view of one) as a torch tensor on ``device``, through DLPack:
+    zero-copy when it already lives there."""
     t = torch.from_dlpack(x)
     return t if t.device == device else t.to(device, non_blocking=True)
 
@@ -121,7 +122,6 @@ class VecTask:
         self.rew_buf = zeros.clone()
         self.reset_buf = zeros.long()
         self.timeout_buf = zeros.bool()
-        self._episode_sums = torch.zeros(3, dtype=torch.float64, device=self._torch_rl_device)
         self.obs_buf = self._adopt(self.backend.reset())
         self.obs_dict["obs"] = self.obs_buf
         log.info(
@@ -190,7 +190,7 @@ class VecTask:
 
     def episode_totals(self) -> tuple[float | None, float | None]:
         """Mean return and length of every episode finished so far (None before the first)."""
-        total_return, total_length, count = self._episode_sums.tolist()
+        total_return, total_length, count = np.asarray(self.backend.totals).tolist()
         if count == 0:
             return None, None
         return total_return / count, total_length / count
@@ -199,27 +199,28 @@ class VecTask:
         self.backend.close()
 
     # --- internals --------------------------------------------------------------------------
-    def _adopt(self, x: jax.Array) -> torch.Tensor:
+    def _adopt(self, x: jax.Array | np.ndarray) -> torch.Tensor:
         return to_torch(x, self._torch_rl_device)
 
     def _actions_for_backend(self, actions: torch.Tensor):
         actions = actions.detach()
         if self.physics_options.backend == "mujoco":
-            return actions.to("cpu", torch.float32).numpy()
+            if actions.device.type != "cpu" or actions.dtype != torch.float32:
+                actions = actions.to("cpu", torch.float32)
+            return actions.numpy()
         return jax.dlpack.from_dlpack(actions.to(torch.float32).contiguous())
 
-    def _publish(self, out: StepOutput):
-        self.obs_buf = self._adopt(out.obs)
-        self.rew_buf = self._adopt(out.reward)
-        self.reset_buf = self._adopt(out.reset).long()
-        self.timeout_buf = self._adopt(out.timeout)
-        self.obs_dict["obs"] = self.obs_buf
-        episode_return = self._adopt(out.episode_return)
-        episode_length = self._adopt(out.episode_length)
+    def _publish(self, packed_out: jax.Array | np.ndarray):
+        packed = self._adopt(packed_out)  # (N, num_obs + 5 [+ ...]), columns as in StepLogic.pack
+        obs, tail = packed.split([self.num_obs, packed.shape[1] - self.num_obs], dim=1)
+        reward, reset, timeout, ep_return, ep_length = tail[:, :5].unbind(1)
+        self.obs_buf, self.rew_buf = obs, reward
+        self.reset_buf = reset.long()
+        self.timeout_buf = timeout > 0.5
+        self.obs_dict["obs"] = obs
         self.extras = {
             "time_outs": self.timeout_buf,
-            "episode_return": episode_return,
-            "episode_length": episode_length,
+            "episode_return": ep_return,
+            "episode_length": ep_length,
         }
-        self._episode_sums += self._adopt(out.episode_sums)
         return self.obs_dict, self.rew_buf, self.reset_buf, self.extras
