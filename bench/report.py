@@ -45,7 +45,8 @@ def rows() -> list[str]:
             f"| Ant PPO env steps/s, {ppo['num_envs']} envs "
             f"| plugin {max(s['plugin']):,.0f} (best) "
             f"| plain rl-games Runner {max(s['plain']):,.0f} (best) | **{ppo['ratio']:.3f}** "
-            f"(medians) | >= 0.97 | {ppo['machine']['cores']}-core CPU |"
+            f"(medians {ppo.get('ratio_of_medians', ppo['ratio']):.3f}) | >= 0.97 "
+            f"| {ppo['machine']['cores']}-core CPU |"
         )
     curves = _load("learning_curves")
     if curves:
