@@ -106,11 +106,11 @@ def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult:
     """Train (or, with ``test=True``, play) as one GMI in this process."""
     from rl_games.torch_runner import Runner
 
+    from isaacgymenvs_gmi.patches import apply_all
     from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
     from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
-    from isaacgymenvs_gmi.patches import apply_all
 
     plan = plan or plan_run(cfg)
     report_ignored_keys(cfg, log)

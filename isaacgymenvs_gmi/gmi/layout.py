@@ -1,0 +1,84 @@
+"""Where each GMI runs: node, device, slot, and the GMI-to-GPU mapping list (MPL).
+
+GMI ids are global ranks. Ranks fill a node first, then the next node; inside a node, GMIs
+``[d*T, (d+1)*T)`` share local device ``d`` (T = GMIs per device). So for 2 nodes x 2 devices x
+3 GMIs per device, ``MPL = [[0,1,2], [3,4,5], [6,7,8], [9,10,11]]``. The leader of a device (the
+GMI that talks across devices in hierarchical reduction) is the one whose slot is ``leader_slot``
+(paper, Sec. 4.1: ``GMI_id % M == t``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GmiPlace:
+    """One GMI's position in the layout."""
+
+    gmi_id: int  # global rank
+    node: int
+    local_rank: int  # rank on its node
+    device: int  # global device index (row of the MPL)
+    local_device: int  # device index on its node
+    slot: int  # position among the GMIs of its device
+    is_leader: bool
+
+
+@dataclass(frozen=True)
+class GmiLayout:
+    """``num_nodes`` nodes x ``devices_per_node`` devices x ``per_device`` GMIs per device."""
+
+    num_nodes: int
+    devices_per_node: int
+    per_device: int
+    leader_slot: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("num_nodes", "devices_per_node", "per_device"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"GmiLayout.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.leader_slot < self.per_device:
+            raise ValueError(f"leader_slot {self.leader_slot} not in [0, {self.per_device})")
+
+    @property
+    def per_node(self) -> int:
+        return self.devices_per_node * self.per_device
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_nodes * self.devices_per_node
+
+    @property
+    def world_size(self) -> int:
+        return self.num_devices * self.per_device
+
+    def mpl(self) -> list[list[int]]:
+        """GMI-to-GPU mapping list: row d holds the ids of the GMIs on device d."""
+        t = self.per_device
+        return [list(range(d * t, (d + 1) * t)) for d in range(self.num_devices)]
+
+    def place(self, gmi_id: int) -> GmiPlace:
+        if not 0 <= gmi_id < self.world_size:
+            raise ValueError(f"GMI id {gmi_id} outside [0, {self.world_size})")
+        node, local_rank = divmod(gmi_id, self.per_node)
+        local_device, slot = divmod(local_rank, self.per_device)
+        return GmiPlace(
+            gmi_id=gmi_id,
+            node=node,
+            local_rank=local_rank,
+            device=node * self.devices_per_node + local_device,
+            local_device=local_device,
+            slot=slot,
+            is_leader=slot == self.leader_slot,
+        )
+
+    def leaders(self) -> list[int]:
+        """The leader GMI of every device, in device order."""
+        return [row[self.leader_slot] for row in self.mpl()]
+
+    def describe(self) -> str:
+        return (
+            f"{self.world_size} GMIs = {self.num_nodes} node(s) x {self.devices_per_node} "
+            f"device(s) x {self.per_device} per device; MPL={self.mpl()}"
+        )
