@@ -80,28 +80,30 @@ def test_cartpole_checkpoint_plays_and_prints_mean_reward(cartpole_run):
 def test_ant_ppo_runs_without_nan_learns_and_resumes(compose_cfg, tmp_path):
     overrides = [
         "task=Ant",
-        "num_envs=512",
-        "train.params.config.minibatch_size=4096",
+        "num_envs=1024",
+        "train.params.config.minibatch_size=8192",
         f"train_dir={tmp_path}",
-        "train.params.config.save_frequency=5",
+        "train.params.config.save_frequency=10",
     ]
-    cfg = compose_cfg(*overrides, "max_iterations=15")
+    cfg = compose_cfg(*overrides, "max_iterations=30")
     first = run(cfg, plan_run(cfg))
     rewards = [r for _, _, r in first.history]
     assert len(rewards) >= 5 and all(math.isfinite(r) for r in rewards)
-    early, late = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
-    assert late > early, f"reward did not rise: {rewards}"
-    assert first.frames == 15 * 16 * 512
+    # early Ant episodes hover around 0 (alive bonus vs. falls); by epoch ~25 of 1024 envs the
+    # ant walks and the mean episode reward is tens of points higher
+    early, late = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
+    assert late > early + 10, f"reward did not rise: {rewards}"
+    assert first.frames == 30 * 16 * 1024
 
     ckpts = sorted(
         glob.glob(os.path.join(first.experiment_dir, "nn", "*.pth")), key=os.path.getmtime
     )
     assert ckpts
     state = torch.load(ckpts[-1], weights_only=False)
-    assert state["epoch"] == 15 and all(torch.isfinite(v).all() for v in state["model"].values())
+    assert state["epoch"] == 30 and all(torch.isfinite(v).all() for v in state["model"].values())
     assert not glob.glob(os.path.join(first.experiment_dir, "nn", ".tmp-*"))  # atomic writes
 
-    cfg = compose_cfg(*overrides, "max_iterations=18", f"checkpoint={ckpts[-1]}")
+    cfg = compose_cfg(*overrides, "max_iterations=33", f"checkpoint={ckpts[-1]}")
     resumed = run(cfg, plan_run(cfg))
-    assert resumed.frames == 18 * 16 * 512  # continued from epoch 15, not from scratch
+    assert resumed.frames == 33 * 16 * 1024  # continued from epoch 30, not from scratch
     assert all(math.isfinite(r) for _, _, r in resumed.history)
