@@ -6,6 +6,7 @@ choose how the run is split across GPU multiplexing instances.
 
 import logging
 import sys
+import warnings
 
 import hydra
 from omegaconf import DictConfig
@@ -13,10 +14,14 @@ from omegaconf import DictConfig
 from isaacgymenvs_gmi.config import ConfigError, register_resolvers
 
 register_resolvers()
+# IsaacGymEnvs' version_base="1.1" is kept on purpose (same config semantics); spawned GMIs
+# re-import this file, so say it once, not once per GMI.
+warnings.filterwarnings("ignore", message=".*version_base.*")
 
 
 @hydra.main(version_base="1.1", config_path="cfg", config_name="config")
 def main(cfg: DictConfig) -> None:
+    from isaacgymenvs_gmi.gmi.launcher import GmiFailure
     from isaacgymenvs_gmi.launch import plan_run, run
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
@@ -26,7 +31,11 @@ def main(cfg: DictConfig) -> None:
     except (ConfigError, AssetNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    run(cfg, plan)
+    try:
+        run(cfg, plan)
+    except GmiFailure as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ class GmiConfig:
         sm_percent: MPS active-thread percentage per GMI, each in (0, 100]; ``None`` leaves
             the split to the runtime. Its length is checked by the runtime, which knows the
             number of GMIs.
+        timeout_s: seconds a collective between GMIs may wait for a missing GMI before the run
+            stops and names it (start-up, which builds envs and compiles, gets 10x this).
     """
 
     per_gpu: int = 1
@@ -48,6 +50,7 @@ class GmiConfig:
     mode: GmiMode = "sync"
     comm: GmiComm = "auto"
     sm_percent: tuple[float, ...] | None = None
+    timeout_s: int = 30
 
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str = "gmi") -> GmiConfig:
@@ -72,6 +75,9 @@ class GmiConfig:
         mode = check_choice(f"{prefix}.mode", given.get("mode", defaults.mode), GMI_MODES)
         comm = check_choice(f"{prefix}.comm", given.get("comm", defaults.comm), GMI_COMMS)
         sm_percent = _sm_percent(f"{prefix}.sm_percent", given.get("sm_percent"))
+        timeout_s = check_int(
+            f"{prefix}.timeout_s", given.get("timeout_s", defaults.timeout_s), minimum=1
+        )
 
         return cls(
             per_gpu=per_gpu,
@@ -80,6 +86,7 @@ class GmiConfig:
             mode=cast(GmiMode, mode),
             comm=cast(GmiComm, comm),
             sm_percent=sm_percent,
+            timeout_s=timeout_s,
         )
 
 

@@ -17,8 +17,9 @@ class EpisodeStatsObserver(AlgoObserver):
     rl-games prints its statistics, and keeps the latest means for callers (``mean_reward``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, verbose: bool = True) -> None:
         super().__init__()
+        self.verbose = verbose
         self.algo = None
         self.writer = None
         self._sums = torch.zeros(2, dtype=torch.float64)
@@ -54,14 +55,15 @@ class EpisodeStatsObserver(AlgoObserver):
         self._count = 0
         self.mean_reward, self.mean_length = reward, length
         self.history.append((int(frame), float(total_time), reward))
-        log.info(
-            "epoch %d  frames %d  time %.1fs  mean episode reward %.2f  length %.1f",
-            epoch_num,
-            frame,
-            total_time,
-            reward,
-            length,
-        )
+        if self.verbose:
+            log.info(
+                "epoch %d  frames %d  time %.1fs  mean episode reward %.2f  length %.1f",
+                epoch_num,
+                frame,
+                total_time,
+                reward,
+                length,
+            )
         if self.writer is not None:
             for tag, value in (("episode/reward", reward), ("episode/length", length)):
                 self.writer.add_scalar(tag, value, frame)

@@ -10,13 +10,18 @@ from omegaconf import DictConfig, OmegaConf
 log = logging.getLogger(__name__)
 
 
-def rlgames_params(cfg: DictConfig, *, rl_device: str, seed: int, num_envs: int) -> dict[str, Any]:
+def rlgames_params(
+    cfg: DictConfig, *, rl_device: str, seed: int, num_envs: int, threads: int
+) -> dict[str, Any]:
     """``cfg.train`` as a plain dict with the run-time settings IsaacGymEnvs adds.
 
     Never passes ``multi_gpu`` through: rl-games would call ``init_process_group("nccl")`` itself.
     """
     params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
     params["seed"] = seed
+    # rl-games sizes torch's pool from os.cpu_count(), blind to a GMI's core set: two OpenMP
+    # threads spinning on one core made 1-core GMIs ~30x slower. Size it to our cores instead.
+    params["torch_threads"] = threads
     config = params["config"]
     config["device"] = rl_device
     config["device_name"] = rl_device  # rl-games players read this key, not "device"

@@ -1,0 +1,60 @@
+"""Collectives that, when they time out, say which GMI did not show up (a stall inspector).
+
+Every GMI records in the rendezvous store how many collectives it has entered. When one times
+out, the others' counters tell who is behind, and the error names them instead of reporting a
+bare transport timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+KEY = "gmi/progress/{}"
+
+
+class GmiTimeoutError(RuntimeError):
+    """A collective did not complete in time; the message names the GMIs that were missing."""
+
+
+class CollectiveGuard:
+    """Runs this GMI's collectives; ``store`` is a torch.distributed Store shared by all GMIs."""
+
+    def __init__(self, store, rank: int, world_size: int, timeout_s: float):
+        self.store, self.rank, self.world_size = store, rank, world_size
+        self.timeout_s = timeout_s
+        self.count = 0
+        self.store.set(KEY.format(rank), "0 start")
+
+    def __call__(self, what: str, fn: Callable[[], T]) -> T:
+        self.count += 1
+        self.store.set(KEY.format(self.rank), f"{self.count} {what}")
+        try:
+            return fn()
+        except RuntimeError as err:  # gloo/NCCL timeouts and peer resets
+            raise GmiTimeoutError(self.diagnose(what, err)) from err
+
+    def diagnose(self, what: str, err: BaseException) -> str:
+        behind = []
+        with contextlib.suppress(AttributeError, RuntimeError):
+            self.store.set_timeout(timedelta(seconds=5))
+        for r in range(self.world_size):
+            if r == self.rank:
+                continue
+            try:
+                count, name = self.store.get(KEY.format(r)).decode().split(" ", 1)
+            except Exception:  # noqa: BLE001 - store gone: its host GMI or agent died
+                behind.append(f"GMI {r} (no progress record reachable)")
+                continue
+            if int(count) < self.count:
+                behind.append(f"GMI {r} (stuck after collective #{count}: {name})")
+        who = "; missing: " + ", ".join(behind) if behind else "; every GMI reached it"
+        return (
+            f"GMI {self.rank}: collective #{self.count} ({what}) failed after up to "
+            f"{self.timeout_s:.0f} s{who}. Cause: {str(err).splitlines()[0][:200]}"
+        )

@@ -1,0 +1,139 @@
+"""The collectives GMIs use to stay in lockstep during synchronous PPO (gloo; tensors on the host).
+
+One flat buffer per exchange. Startup waits for every GMI (building envs and compiling can take
+a while) with a long, monitored barrier; steady-state collectives run under the process group's
+short timeout, through a :class:`CollectiveGuard` that names a missing GMI.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from .guard import CollectiveGuard, GmiTimeoutError
+from .telemetry import EpochTelemetry
+
+log = logging.getLogger(__name__)
+
+
+def _xla_threads() -> int | None:
+    found = re.search(r"intra_op_parallelism_threads=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return int(found.group(1)) if found else None
+
+
+class GmiSync:
+    def __init__(
+        self,
+        rank: int,
+        world_size: int,
+        guard: CollectiveGuard,
+        startup_timeout_s: float,
+        telemetry: EpochTelemetry | None = None,
+        group=None,
+    ):
+        self.rank, self.world_size = rank, world_size
+        self.guard, self.group = guard, group
+        self.startup_timeout_s = startup_timeout_s
+        self.telemetry = telemetry
+
+    # --- startup -----------------------------------------------------------------------------
+    def check_pools(self) -> None:
+        """Assert from inside that this GMI's thread pools match its core set (a pool sized to
+        the whole machine makes co-located GMIs spin against each other)."""
+        cores = sorted(os.sched_getaffinity(0))
+        pools = {"torch": torch.get_num_threads(), "xla": _xla_threads()}
+        wrong = {k: v for k, v in pools.items() if v not in (None, len(cores))}
+        if wrong:
+            raise RuntimeError(f"GMI {self.rank}: thread pools {wrong} do not match cores {cores}")
+        log.info("GMI %d pools: %s on cores %s", self.rank, pools, cores)
+
+    def startup_barrier(self, what: str) -> None:
+        """Wait (long) until every GMI gets here; name the ones that do not."""
+        self.guard.count += 1
+        try:
+            dist.monitored_barrier(
+                self.group, timeout=timedelta(seconds=self.startup_timeout_s), wait_all_ranks=True
+            )
+        except RuntimeError as err:
+            raise GmiTimeoutError(
+                f"GMI {self.rank}: not every GMI reached '{what}' within "
+                f"{self.startup_timeout_s:.0f} s: {str(err).splitlines()[0][:300]}"
+            ) from err
+
+    def broadcast_module(self, module: torch.nn.Module, what: str) -> None:
+        """GMI 0's parameters and buffers (e.g. normaliser statistics) on every GMI."""
+        tensors = [t for t in (*module.parameters(), *module.buffers()) if t.numel()]
+        flat = torch.cat([t.detach().reshape(-1).float().cpu() for t in tensors])
+        self.guard(what, lambda: dist.broadcast(flat, 0, group=self.group))
+        self._unflatten(flat, tensors)
+
+    def check_same(self, module: torch.nn.Module, what: str) -> None:
+        """Raise unless every GMI holds bit-identical weights (replica fingerprint check)."""
+        prints = self.all_gather_vector(self.fingerprint(module), what + " fingerprint")
+        if not torch.equal(prints, prints[:1].expand_as(prints)):
+            raise RuntimeError(f"GMIs diverged at '{what}': fingerprints {prints.tolist()}")
+
+    # --- every update ------------------------------------------------------------------------
+    def average_gradients(self, params: Iterable[torch.nn.Parameter]) -> None:
+        grads = [p.grad for p in params if p.grad is not None]
+        if not grads:
+            return
+        flat = torch.cat([g.reshape(-1) for g in grads]).cpu()
+        self.guard("gradient all-reduce", lambda: dist.all_reduce(flat, group=self.group))
+        flat /= self.world_size
+        self._unflatten(flat, grads)
+
+    def mean_scalar(self, what: str, value: float) -> float:
+        t = torch.tensor([value], dtype=torch.float64)
+        self.guard(what, lambda: dist.all_reduce(t, group=self.group))
+        return float(t.item()) / self.world_size
+
+    def any_true(self, what: str, flag: bool) -> bool:
+        t = torch.tensor([1.0 if flag else 0.0])
+        self.guard(what, lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group))
+        return bool(t.item() > 0)
+
+    def all_gather_vector(self, x: torch.Tensor, what: str) -> torch.Tensor:
+        """(world_size, *x.shape): every GMI's ``x``, in GMI order."""
+        x = x.detach().cpu().contiguous()
+        out = [torch.empty_like(x) for _ in range(self.world_size)]
+        self.guard(what, lambda: dist.all_gather(out, x, group=self.group))
+        return torch.stack(out)
+
+    def merge_meter(self, meter) -> None:
+        """Make an rl-games AverageMeter hold the mean over all GMIs' tracked episodes."""
+        size = float(meter.current_size)
+        packed = torch.cat([meter.mean.reshape(-1).double().cpu() * size, torch.tensor([size])])
+        self.guard("episode statistics", lambda: dist.all_reduce(packed, group=self.group))
+        total = packed[-1].item()
+        if total > 0:
+            mean = (packed[:-1] / total).to(meter.mean.dtype).reshape(meter.mean.shape)
+            meter.mean = mean.to(meter.mean.device)
+        meter.current_size = int(min(total, meter.max_size))
+
+    def after_epoch(self, agent, epoch_result) -> None:
+        if self.telemetry is not None:
+            self.telemetry.record(self, agent, epoch_result)
+
+    # --- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def fingerprint(module: torch.nn.Module) -> torch.Tensor:
+        """Two float64 numbers that change with any parameter: sum and position-weighted sum."""
+        flat = torch.cat([p.detach().reshape(-1).double().cpu() for p in module.parameters()])
+        ramp = torch.linspace(1.0, 2.0, flat.numel(), dtype=torch.float64)
+        return torch.stack([flat.sum(), (flat * ramp).sum()])
+
+    @staticmethod
+    def _unflatten(flat: torch.Tensor, tensors: list[torch.Tensor]) -> None:
+        offset = 0
+        with torch.no_grad():
+            for t in tensors:
+                n = t.numel()
+                t.copy_(flat[offset : offset + n].view_as(t).to(t.dtype))
+                offset += n

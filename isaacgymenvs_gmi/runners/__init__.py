@@ -1,0 +1,1 @@
+"""rl-games agents and runners that know about GMIs."""

@@ -1,0 +1,76 @@
+"""rl-games' continuous PPO agent, one per GMI, kept in lockstep with the other GMIs.
+
+It never sets rl-games' ``multi_gpu`` (which calls ``init_process_group("nccl")`` itself): every
+cross-GMI exchange goes through the collectives of :class:`GmiSync`, passed in. GMI 0 alone logs
+and writes checkpoints; the others keep rl-games' bookkeeping (so epoch-end decisions such as
+``max_epochs`` or ``score_to_win`` are computed everywhere from identical, synchronised values)
+but their side effects are switched off.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from rl_games.algos_torch.a2c_continuous import A2CAgent
+
+from isaacgymenvs_gmi.gmi.sync import GmiSync
+from isaacgymenvs_gmi.gmi.worker import inject_fault
+
+log = logging.getLogger(__name__)
+CHECK_EVERY = 10  # epochs between replica fingerprint checks
+
+
+class SyncedScheduler:
+    """Wraps an rl-games LR scheduler so every GMI decides from the KL averaged over all GMIs."""
+
+    def __init__(self, inner, sync: GmiSync):
+        self.inner, self.sync = inner, sync
+
+    def update(self, current_lr, entropy_coef, epoch, frames, kl_dist=None, **kwargs):
+        if kl_dist is not None:
+            kl_dist = self.sync.mean_scalar("kl", float(kl_dist))
+            return self.inner.update(current_lr, entropy_coef, epoch, frames, kl_dist, **kwargs)
+        return self.inner.update(current_lr, entropy_coef, epoch, frames, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class GmiPpoAgent(A2CAgent):
+    """``a2c_continuous`` with gradient averaging, weight broadcast and synchronised statistics."""
+
+    def __init__(self, base_name, params, *, sync: GmiSync):
+        super().__init__(base_name, params)
+        self.sync = sync
+        self.scheduler = SyncedScheduler(self.scheduler, sync)
+        self.stop_requested = False
+        sync.check_pools()
+        sync.startup_barrier("agent built")
+        sync.broadcast_module(self.model, "initial weights")
+        if self.has_central_value:
+            sync.broadcast_module(self.central_value_net, "initial critic weights")
+        sync.check_same(self.model, "initial weights")
+
+    def trancate_gradients_and_step(self):
+        self.sync.average_gradients(self.model.parameters())
+        return super().trancate_gradients_and_step()
+
+    def train_epoch(self):
+        inject_fault(self.sync.rank, self.epoch_num + 1)
+        if self.epoch_num % CHECK_EVERY == 0:  # before the first update, then periodically
+            self.sync.check_same(self.model, f"weights before epoch {self.epoch_num + 1}")
+        result = super().train_epoch()
+        for meter in (self.game_rewards, self.game_shaped_rewards, self.game_lengths):
+            self.sync.merge_meter(meter)
+        if self.sync.any_true("stop", self.stop_requested):
+            self.max_epochs = self.epoch_num  # every GMI leaves after this epoch
+        self.sync.after_epoch(self, result)
+        return result
+
+    def save(self, fn):
+        if self.sync.rank == 0:
+            super().save(fn)
+
+    def fingerprint(self) -> torch.Tensor:
+        return self.sync.fingerprint(self.model)
