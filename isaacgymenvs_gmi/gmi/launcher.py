@@ -16,6 +16,7 @@ from typing import Any
 
 from isaacgymenvs_gmi.plan import RunPlan
 
+from .cpu_sets import oversubscribed, usable_cores
 from .mps import mps_daemon_for
 from .worker import gmi_main
 
@@ -40,8 +41,7 @@ def _traceback_of(failure) -> str:
 
 
 def describe_failure(err) -> str:
-    """One line per failed GMI from an elastic ``ChildFailedError`` (first cause's traceback
-    logged at debug level)."""
+    """One line per failed GMI from an elastic ``ChildFailedError``."""
     lines = []
     for rank, failure in sorted(err.failures.items()):
         code = failure.exitcode
@@ -57,8 +57,6 @@ def describe_failure(err) -> str:
             text = str(message or "").strip().splitlines()
             what = f"exited with code {code}" + (f": {text[-1]}" if text else "")
         lines.append(f"GMI {rank} (pid {failure.pid}) {what}")
-        if _traceback_of(failure):
-            log.debug("GMI %d traceback:\n%s", rank, _traceback_of(failure))
     return "; ".join(lines) or str(err)
 
 
@@ -83,9 +81,19 @@ def launch_gmis(cfg: dict[str, Any], plan: RunPlan):
         start_method="spawn",
     )
     log.info("launching %s (%s backend)", plan.layout.describe(), plan.gmi_backend)
+    layout, cores = plan.layout, usable_cores()
+    if oversubscribed(cores, layout.devices_per_node, layout.per_device):
+        log.warning(
+            "%d GMIs on %d cores: GMIs share cores and contend instead of overlapping",
+            layout.per_node,
+            len(cores),
+        )
     with mps_daemon_for(plan.gmi_backend):
         try:
             results = elastic_launch(config, gmi_main)(cfg, plan)
         except ChildFailedError as err:
+            rank, first = err.get_first_failure()
+            if _traceback_of(first):  # the root cause, once (the agent's own logs are muted)
+                log.error("GMI %d failed first:\n%s", rank, _traceback_of(first))
             raise GmiFailure(describe_failure(err)) from None
     return results.get(0)

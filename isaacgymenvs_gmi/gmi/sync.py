@@ -43,15 +43,15 @@ class GmiSync:
         self.telemetry = telemetry
 
     # --- startup -----------------------------------------------------------------------------
-    def check_pools(self) -> None:
+    def check_pools(self, **more: int | None) -> None:
         """Assert from inside that this GMI's thread pools match its core set (a pool sized to
         the whole machine makes co-located GMIs spin against each other)."""
         cores = sorted(os.sched_getaffinity(0))
-        pools = {"torch": torch.get_num_threads(), "xla": _xla_threads()}
+        pools = {"torch": torch.get_num_threads(), "xla": _xla_threads(), **more}
         wrong = {k: v for k, v in pools.items() if v not in (None, len(cores))}
         if wrong:
             raise RuntimeError(f"GMI {self.rank}: thread pools {wrong} do not match cores {cores}")
-        log.info("GMI %d pools: %s on cores %s", self.rank, pools, cores)
+        print(f"GMI {self.rank} pools: {pools} on cores {cores}", flush=True)
 
     def startup_barrier(self, what: str) -> None:
         """Wait (long) until every GMI gets here; name the ones that do not."""
@@ -106,14 +106,17 @@ class GmiSync:
         self.guard(what, lambda: dist.all_gather(out, x, group=self.group))
         return torch.stack(out)
 
-    def merge_meter(self, meter) -> None:
-        """Make an rl-games AverageMeter hold the mean over all GMIs' tracked episodes."""
+    def merge_meter(self, meter, shape: tuple[int, ...]) -> None:
+        """Make an rl-games AverageMeter hold the mean over all GMIs' tracked episodes.
+
+        ``shape``: the mean's shape as rl-games' own updates leave it (it differs per meter),
+        so a GMI that has not finished an episode yet gets the same shape as the others."""
         size = float(meter.current_size)
         packed = torch.cat([meter.mean.reshape(-1).double().cpu() * size, torch.tensor([size])])
         self.guard("episode statistics", lambda: dist.all_reduce(packed, group=self.group))
         total = packed[-1].item()
         if total > 0:
-            mean = (packed[:-1] / total).to(meter.mean.dtype).reshape(meter.mean.shape)
+            mean = (packed[:-1] / total).to(meter.mean.dtype).reshape(shape)
             meter.mean = mean.to(meter.mean.device)
         meter.current_size = int(min(total, meter.max_size))
 

@@ -45,7 +45,8 @@ class GmiPpoAgent(A2CAgent):
         self.sync = sync
         self.scheduler = SyncedScheduler(self.scheduler, sync)
         self.stop_requested = False
-        sync.check_pools()
+        worlds = getattr(getattr(self.vec_env.env, "backend", None), "worlds", None)
+        sync.check_pools(mujoco=getattr(worlds, "num_threads", None))
         sync.startup_barrier("agent built")
         sync.broadcast_module(self.model, "initial weights")
         if self.has_central_value:
@@ -61,8 +62,10 @@ class GmiPpoAgent(A2CAgent):
         if self.epoch_num % CHECK_EVERY == 0:  # before the first update, then periodically
             self.sync.check_same(self.model, f"weights before epoch {self.epoch_num + 1}")
         result = super().train_epoch()
-        for meter in (self.game_rewards, self.game_shaped_rewards, self.game_lengths):
-            self.sync.merge_meter(meter)
+        per_value = (1, self.value_size)  # rl-games' reward meters hold (1, value_size) means
+        self.sync.merge_meter(self.game_rewards, per_value)
+        self.sync.merge_meter(self.game_shaped_rewards, per_value)
+        self.sync.merge_meter(self.game_lengths, (1,))
         if self.sync.any_true("stop", self.stop_requested):
             self.max_epochs = self.epoch_num  # every GMI leaves after this epoch
         self.sync.after_epoch(self, result)

@@ -1,0 +1,118 @@
+"""Layout, core sets and backend choice: pure functions, table-driven."""
+
+from __future__ import annotations
+
+import pytest
+
+from isaacgymenvs_gmi.config import ConfigError, GmiConfig
+from isaacgymenvs_gmi.gmi.backends import MPS_MAX_CLIENTS, choose_backend, plan_node, sm_percent
+from isaacgymenvs_gmi.gmi.cpu_sets import oversubscribed, split_cores
+from isaacgymenvs_gmi.gmi.inventory import GpuInfo, Inventory, MigInstance
+from isaacgymenvs_gmi.gmi.layout import GmiLayout
+
+
+def gpu(index=0, cc=(9, 0), mig=0) -> GpuInfo:
+    instances = tuple(MigInstance(f"MIG-{index}-{i}", "1g.10gb", 10 << 30, 16) for i in range(mig))
+    return GpuInfo(index, "H100", f"GPU-{index}", cc, 80 << 30, 132, mig > 0, instances)
+
+
+CPU = Inventory(gpus=(), cores=(0, 1))
+ONE_GPU = Inventory(gpus=(gpu(),), cores=tuple(range(16)))
+TWO_GPUS = Inventory(gpus=(gpu(0), gpu(1)), cores=tuple(range(16)))
+MIG_GPU = Inventory(gpus=(gpu(0, mig=3),), cores=tuple(range(16)))
+V100 = Inventory(gpus=(gpu(0, cc=(7, 0)),), cores=tuple(range(8)))
+
+
+def test_mpl_places_and_leaders():
+    layout = GmiLayout(num_nodes=2, devices_per_node=2, per_device=3)
+    assert layout.world_size == 12
+    assert layout.mpl() == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    p = layout.place(7)
+    assert (p.node, p.local_rank, p.device, p.local_device, p.slot) == (1, 1, 2, 0, 1)
+    assert not p.is_leader and layout.place(6).is_leader
+    assert layout.leaders() == [0, 3, 6, 9]
+    assert GmiLayout(1, 1, 3, leader_slot=2).leaders() == [2]
+    with pytest.raises(ValueError):
+        layout.place(12)
+    with pytest.raises(ValueError):
+        GmiLayout(1, 0, 2)
+
+
+@pytest.mark.parametrize(
+    "cores,devices,per_device,expected",
+    [
+        ([0, 1], 1, 1, [[0, 1]]),
+        ([0, 1], 1, 2, [[0], [1]]),
+        ([0, 1], 2, 1, [[0], [1]]),
+        ([0, 1], 1, 3, [[0], [1], [0]]),  # more GMIs than cores: shared round-robin
+        ([0, 1, 2, 3, 4, 5], 2, 2, [[0, 1], [2], [3, 4], [5]]),
+        ([4, 5, 6, 7], 1, 2, [[4, 5], [6, 7]]),
+    ],
+)
+def test_split_cores(cores, devices, per_device, expected):
+    assert split_cores(cores, devices, per_device) == expected
+    assert oversubscribed(cores, devices, per_device) == (devices * per_device > len(cores))
+
+
+@pytest.mark.parametrize(
+    "requested,mode,inventory,expected",
+    [
+        ("auto", "sync", CPU, "cpu"),
+        ("auto", "sync", ONE_GPU, "mps"),
+        ("auto", "serve", ONE_GPU, "mps"),  # no MIG instances to serve from
+        ("auto", "serve", MIG_GPU, "mig"),
+        ("auto", "sync", MIG_GPU, "mps"),  # training GMIs must talk: MPS
+        ("auto", "sync", V100, "mps"),
+        ("direct", "sync", ONE_GPU, "direct"),
+        ("mig", "serve", MIG_GPU, "mig"),
+        ("cpu", "sync", ONE_GPU, "cpu"),
+    ],
+)
+def test_choose_backend(requested, mode, inventory, expected):
+    assert choose_backend(requested, mode, inventory) == expected
+
+
+@pytest.mark.parametrize(
+    "requested,inventory,needle",
+    [
+        ("mps", CPU, "needs an NVIDIA GPU"),
+        ("mig", CPU, "needs an NVIDIA GPU"),
+        ("direct", CPU, "needs an NVIDIA GPU"),
+        ("mig", ONE_GPU, "no MIG instances"),
+        ("mig", V100, "predate MIG"),
+    ],
+)
+def test_impossible_backends(requested, inventory, needle):
+    with pytest.raises(ConfigError, match=needle) as err:
+        choose_backend(requested, "sync", inventory)
+    assert "gmi.backend" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "cfg,inventory,key",
+    [
+        (dict(num_gpus=3), CPU, "gmi.num_gpus"),  # 3 virtual devices on 2 cores
+        (dict(num_gpus=3), TWO_GPUS, "gmi.num_gpus"),
+        (dict(per_gpu=MPS_MAX_CLIENTS + 1, backend="mps"), ONE_GPU, "gmi.per_gpu"),
+        (dict(per_gpu=4, backend="mig"), MIG_GPU, "gmi.per_gpu"),  # 3 instances only
+        (dict(per_gpu=2, backend="mps", sm_percent=[50]), ONE_GPU, "gmi.sm_percent"),
+        (dict(per_gpu=2, backend="direct", sm_percent=[50, 50]), ONE_GPU, "gmi.sm_percent"),
+    ],
+)
+def test_impossible_layouts(cfg, inventory, key):
+    with pytest.raises(ConfigError) as err:
+        plan_node(GmiConfig.from_cfg(cfg), inventory)
+    assert key in str(err.value)
+
+
+def test_node_layouts_and_mps_shares():
+    node = plan_node(GmiConfig.from_cfg(dict(per_gpu=3)), CPU)
+    assert (node.backend, node.devices, node.per_device) == ("cpu", 1, 3)
+    node = plan_node(GmiConfig.from_cfg(dict(per_gpu=2, num_gpus=2)), CPU)
+    assert (node.devices, node.per_device) == (2, 2)
+    node = plan_node(GmiConfig.from_cfg(dict(per_gpu=3)), TWO_GPUS)
+    assert (node.backend, node.devices) == ("mps", 2)
+    even = GmiConfig.from_cfg(dict(per_gpu=3))
+    assert [sm_percent(even, s) for s in range(3)] == [33.33, 33.33, 33.33]
+    custom = GmiConfig.from_cfg(dict(per_gpu=2, sm_percent=[70, 30]))
+    assert [sm_percent(custom, s) for s in range(2)] == [70.0, 30.0]

@@ -1,0 +1,185 @@
+"""The GMI runtime for real: processes, core sets, lockstep PPO, faults, torchrun."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = 400.0
+PROGRESS = re.compile(r"\[GMI x(\d+)\] epoch (\d+)/\d+ .*mean reward (-?[\d.]+)")
+
+
+def train(*args: str, tmp_path: Path, timeout: int = 400, env: dict | None = None):
+    return subprocess.run(
+        [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def progress(stdout: str) -> list[tuple[int, int, float]]:
+    """(GMIs, epoch, mean reward) of every progress line GMI 0 printed."""
+    return [(int(g), int(e), float(r)) for g, e, r in PROGRESS.findall(stdout)]
+
+
+def gmi_lines(stdout: str) -> dict[int, str]:
+    return {int(m.group(1)): m.group(0) for m in re.finditer(r"^GMI (\d+): .*$", stdout, re.M)}
+
+
+def checkpoints(tmp_path: Path) -> list[str]:
+    return sorted(glob.glob(str(tmp_path / "runs" / "*" / "nn" / "*.pth")), key=os.path.getmtime)
+
+
+def test_three_gmis_reach_the_single_gmi_threshold(tmp_path):
+    proc = train("task=Cartpole", "gmi.per_gpu=3", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = progress(proc.stdout)
+    assert rows and all(g == 3 for g, _, _ in rows)
+    assert max(r for _, _, r in rows) >= TARGET, rows[-5:]
+    assert len(gmi_lines(proc.stdout)) == 3
+    # only GMI 0 writes into the user's run folder
+    assert len(glob.glob(str(tmp_path / "runs" / "*"))) == 1
+    assert len(glob.glob(str(tmp_path / "runs" / "*" / "summaries" / "events*"))) == 1
+
+
+def test_each_gmi_owns_its_cores_and_pools_match(tmp_path):
+    proc = train(
+        "task=Cartpole", "gmi.num_gpus=2", "gmi.per_gpu=1", "max_iterations=3", tmp_path=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = gmi_lines(proc.stdout)
+    cores = {g: re.search(r"cores (\[[\d, ]+\])", line).group(1) for g, line in lines.items()}
+    assert cores == {0: "[0]", 1: "[1]"}, lines
+    pools = re.findall(r"GMI (\d) pools: (\{.*\}) on cores (\[.*\])", proc.stdout)
+    assert sorted(p[0] for p in pools) == ["0", "1"]
+    for _, found, _ in pools:
+        assert eval(found) == {"torch": 1, "xla": 1, "mujoco": 1}  # noqa: S307 - our own output
+
+
+def _gmi_pids(launcher: psutil.Process) -> list[int]:
+    kids = [p for p in launcher.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
+    return [p.pid for p in kids]
+
+
+def test_kill_9_one_gmi_stops_all_and_leaves_a_loadable_checkpoint(tmp_path):
+    args = [
+        sys.executable,
+        "train.py",
+        "task=Cartpole",
+        "gmi.per_gpu=2",
+        "max_iterations=100000",
+        "train.params.config.save_frequency=2",
+        f"train_dir={tmp_path / 'runs'}",
+    ]
+    launcher = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.time() + 240
+        while not checkpoints(tmp_path) and time.time() < deadline:
+            time.sleep(1)
+        assert checkpoints(tmp_path), "no checkpoint written"
+        pids = _gmi_pids(psutil.Process(launcher.pid))
+        assert len(pids) == 2
+        os.kill(pids[1], signal.SIGKILL)
+        killed_at = time.time()
+        _, stderr = launcher.communicate(timeout=90)
+        assert time.time() - killed_at < 60
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode != 0
+    assert "GMI 1" in stderr and "SIGKILL" in stderr, stderr[-2000:]
+    time.sleep(1)
+    survivors = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert not survivors
+    state = torch.load(checkpoints(tmp_path)[-1], weights_only=False)
+    assert state["epoch"] >= 2 and "model" in state
+
+
+def test_a_hung_gmi_is_named_and_everyone_exits(tmp_path):
+    start = time.time()
+    proc = train(
+        "task=Cartpole",
+        "gmi.per_gpu=2",
+        "gmi.timeout_s=10",
+        tmp_path=tmp_path,
+        env={"ISAACGYMENVS_GMI_FAULT": "1:hang:3"},
+    )
+    assert proc.returncode != 0
+    assert time.time() - start < 120
+    assert re.search(r"missing: GMI 1 \(stuck after collective #\d+", proc.stderr), proc.stderr[
+        -3000:
+    ]
+
+
+def test_resume_with_a_different_number_of_gmis(tmp_path):
+    first = train(
+        "task=Cartpole",
+        "max_iterations=6",
+        "train.params.config.save_frequency=3",
+        tmp_path=tmp_path,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    ckpt = checkpoints(tmp_path)[-1]
+    second = train(
+        "task=Cartpole",
+        "gmi.per_gpu=2",
+        "max_iterations=9",
+        f"checkpoint={ckpt}",
+        tmp_path=tmp_path,
+    )
+    assert second.returncode == 0, second.stderr[-3000:]
+    epochs = [e for _, e, _ in progress(second.stdout)]
+    assert epochs and epochs[0] == 7 and epochs[-1] == 9  # continued from epoch 6
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_torchrun_two_nodes_of_two_gmis_train_cartpole(tmp_path):
+    port = _free_port()
+    common = [
+        "--nnodes=2",
+        "--nproc_per_node=2",
+        "--rdzv_backend=c10d",
+        f"--rdzv_endpoint=127.0.0.1:{port}",
+        "--rdzv_id=gmi-test",
+        "train.py",
+        "task=Cartpole",
+        "max_iterations=40",
+        f"train_dir={tmp_path / 'runs'}",
+    ]
+    torchrun = [sys.executable, "-m", "torch.distributed.run"]
+    nodes = [
+        subprocess.Popen(
+            torchrun + common, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = [n.communicate(timeout=400) for n in nodes]
+    assert all(n.returncode == 0 for n in nodes), [o[1][-2000:] for o in outs]
+    rows = progress(outs[0][0] + outs[1][0])
+    assert rows and all(g == 4 for g, _, _ in rows)
+    assert rows[-1][2] > rows[0][2] + 50  # it learns
+    lines = gmi_lines(outs[0][0] + outs[1][0])
+    assert sorted(lines) == [0, 1, 2, 3] and "node 1" in lines[3]
