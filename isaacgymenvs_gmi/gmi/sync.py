@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from .guard import CollectiveGuard, GmiTimeoutError
-from .telemetry import EpochTelemetry
+from .telemetry import EpochTelemetry, say
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class GmiSync:
         wrong = {k: v for k, v in pools.items() if v not in (None, len(cores))}
         if wrong:
             raise RuntimeError(f"GMI {self.rank}: thread pools {wrong} do not match cores {cores}")
-        print(f"GMI {self.rank} pools: {pools} on cores {cores}", flush=True)
+        say(f"GMI {self.rank} pools: {pools} on cores {cores}")
 
     def startup_barrier(self, what: str) -> None:
         """Wait (long) until every GMI gets here; name the ones that do not."""

@@ -8,12 +8,20 @@ memory to TensorBoard.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 
 import torch
 
 log = logging.getLogger(__name__)
+
+
+def say(line: str) -> None:
+    """One status line from a GMI, in a single write (GMIs share the launcher's stdout; one
+    write of less than PIPE_BUF bytes is never interleaved with another process's)."""
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
 
 
 def gpu_stats() -> list[tuple[int, float, float]]:

@@ -129,7 +129,9 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
     timeout = plan.gmi.timeout_s
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     try:
-        print(resources.describe(plan.gmi_backend), flush=True)
+        from .telemetry import say
+
+        say(resources.describe(plan.gmi_backend))
         from isaacgymenvs_gmi.launch import train
 
         from .guard import CollectiveGuard
