@@ -48,6 +48,17 @@ def rows() -> list[str]:
             f"(medians {ppo.get('ratio_of_medians', ppo['ratio']):.3f}) | >= 0.97 "
             f"| {ppo['machine']['cores']}-core CPU |"
         )
+    scaling = _load("gmi_scaling")
+    if scaling:
+        r = scaling["ratios_vs_one_gmi"]
+        one = scaling["runs"]["1"][-1]["env_steps_per_s"]
+        for t in ("2", "3"):
+            mine = scaling["runs"][t][-1]["env_steps_per_s"]
+            out.append(
+                f"| Ant PPO env steps/s, {scaling['total_envs']} envs in total, gmi.per_gpu={t} "
+                f"| {mine:,.0f} | gmi.per_gpu=1: {one:,.0f} | **{r[t]:.2f}** | >= 1.3 "
+                f"| {scaling['machine']['cores']}-core CPU |"
+            )
     curves = _load("learning_curves")
     if curves:
         c, a = curves["cartpole"], curves["ant"]

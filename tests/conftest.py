@@ -1,4 +1,5 @@
-"""Fixtures for composing the project's Hydra config tree in tests."""
+"""Shared fixtures: composing the project's Hydra config tree, and a task + train pair written
+the way IsaacGymEnvs writes them (found through ``hydra.searchpath``)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,97 @@ def compose_cfg() -> Compose:
                 return compose(config_name="config", overrides=list(overrides))
 
     return _compose
+
+
+# --- a task + train pair in upstream style (resolvers, PhysX blocks, relative interpolations)
+MY_TASK = """\
+name: MyCartpole
+physics_engine: ${..physics_engine}
+env:
+  numEnvs: ${resolve_default:256,${...num_envs}}
+  envSpacing: 4.0
+  resetDist: 3.0
+  maxEffort: 400.0
+  clipObservations: 5.0
+  clipActions: 1.0
+  asset:
+    assetRoot: "../../assets"
+    assetFileName: "urdf/cartpole.urdf"
+  enableCameraSensors: False
+sim:
+  dt: 0.0166
+  substeps: 2
+  up_axis: "z"
+  use_gpu_pipeline: ${eq:${...pipeline},"gpu"}
+  gravity: [0.0, 0.0, -9.81]
+  physx:
+    num_threads: ${....num_threads}
+    solver_type: ${....solver_type}
+    use_gpu: ${contains:"cuda",${....sim_device}}
+    num_position_iterations: 4
+    num_velocity_iterations: 0
+    num_subscenes: ${....num_subscenes}
+    contact_collection: 0
+task:
+  randomize: False
+"""
+
+MY_TRAIN = """\
+params:
+  seed: ${...seed}
+  algo:
+    name: a2c_continuous
+  model:
+    name: continuous_a2c_logstd
+  network:
+    name: actor_critic
+    separate: False
+    space:
+      continuous:
+        mu_activation: None
+        sigma_activation: None
+        mu_init:
+          name: default
+        sigma_init:
+          name: const_initializer
+          val: 0
+        fixed_sigma: True
+    mlp:
+      units: [16, 16]
+      activation: elu
+  load_checkpoint: ${if:${...checkpoint},True,False}
+  load_path: ${...checkpoint}
+  config:
+    name: ${resolve_default:MyCartpole,${....experiment}}
+    full_experiment_name: ${.name}
+    env_name: rlgpu
+    multi_gpu: ${....multi_gpu}
+    ppo: True
+    num_actors: ${....task.env.numEnvs}
+    max_epochs: ${resolve_default:30,${....max_iterations}}
+    defer_summaries_sec: ${if:${....pbt.enabled},240,5}
+    horizon_length: 16
+    minibatch_size: 1024
+    mini_epochs: 8
+"""
+
+# A task that extends another through its own defaults list, as some upstream tasks do.
+MY_TASK_VARIANT = """\
+defaults:
+  - MyCartpole
+  - _self_
+name: MyCartpoleVariant
+env:
+  numEnvs: ${resolve_default:128,${...num_envs}}
+"""
+
+
+@pytest.fixture
+def upstream_dir(tmp_path: Path) -> Path:
+    (tmp_path / "task").mkdir()
+    (tmp_path / "train").mkdir()
+    (tmp_path / "task" / "MyCartpole.yaml").write_text(MY_TASK)
+    (tmp_path / "task" / "MyCartpoleVariant.yaml").write_text(MY_TASK_VARIANT)
+    (tmp_path / "train" / "MyCartpolePPO.yaml").write_text(MY_TRAIN)
+    (tmp_path / "train" / "MyCartpoleVariantPPO.yaml").write_text(MY_TRAIN)
+    return tmp_path

@@ -13,6 +13,7 @@ import numpy as np
 
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame
 
+from .backend import PhysicsBackend
 from .step_logic import EnvBuffers, StepLogic
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ def _import_mjx():
     return mjx
 
 
-class MjxBackend:
+class MjxBackend(PhysicsBackend):
     """Task + episode logic over batched ``mjx.Data`` (implements the backend protocol)."""
 
     name = "mjx"
@@ -93,16 +94,6 @@ class MjxBackend:
             self._bufs = self._refill(self._bufs)
         self._data, self._bufs, out = self._fused_step(self._data, self._bufs, actions)
         return out
-
-    @property
-    def totals(self) -> jax.Array:
-        """(3,) summed return and length of the episodes finished so far, and their count."""
-        return self._bufs.totals
-
-    @property
-    def progress(self) -> jax.Array:
-        """(N,) steps taken in each env's current episode."""
-        return self._bufs.progress
 
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         n = self.logic.num_envs

@@ -14,6 +14,7 @@ from mujoco import rollout
 
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame
 
+from .backend import PhysicsBackend
 from .step_logic import StepLogic
 
 FULL_PHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
@@ -97,7 +98,7 @@ def _state_of(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     return out
 
 
-class MujocoBackend:
+class MujocoBackend(PhysicsBackend):
     """Task + episode logic over a :class:`WorldBatch` (implements the backend protocol)."""
 
     name = "mujoco"
@@ -158,16 +159,6 @@ class MujocoBackend:
             nq, nv = w.model.nq, w.model.nv
             w.load(done, view[:, start : start + nq], view[:, start + nq : start + nq + nv])
         return view
-
-    @property
-    def totals(self) -> jax.Array:
-        """(3,) summed return and length of the episodes finished so far, and their count."""
-        return self._bufs.totals
-
-    @property
-    def progress(self) -> jax.Array:
-        """(N,) steps taken in each env's current episode."""
-        return self._bufs.progress
 
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Load qpos (N, nq) and qvel (N, nv) into every world (tests, tools)."""

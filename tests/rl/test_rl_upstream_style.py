@@ -1,41 +1,12 @@
-"""A task + train pair written in IsaacGymEnvs style (resolvers, PhysX keys) trains one epoch."""
+"""A task + train pair written in IsaacGymEnvs style (resolvers, PhysX keys) trains one epoch.
+
+The task file is the shared upstream-style Cartpole copy (tests/conftest.py); the train file
+below carries every key rl-games reads, as upstream's CartpolePPO.yaml does.
+"""
 
 from __future__ import annotations
 
 from isaacgymenvs_gmi.launch import plan_run, run
-
-TASK = """
-name: Cartpole
-physics_engine: ${..physics_engine}
-env:
-  numEnvs: ${resolve_default:256,${...num_envs}}
-  envSpacing: 4.0
-  resetDist: 3.0
-  maxEffort: 400.0
-  clipObservations: 5.0
-  clipActions: 1.0
-  asset:
-    assetRoot: "../../assets"
-    assetFileName: "urdf/cartpole.urdf"
-  enableCameraSensors: False
-sim:
-  dt: 0.0166
-  substeps: 2
-  up_axis: "z"
-  use_gpu_pipeline: ${eq:${...pipeline},"gpu"}
-  gravity: [0.0, 0.0, -9.81]
-  physx:
-    num_threads: ${....num_threads}
-    solver_type: ${....solver_type}
-    use_gpu: ${contains:"cuda",${....sim_device}}
-    num_position_iterations: 4
-    num_velocity_iterations: 0
-    contact_offset: 0.02
-    rest_offset: 0.001
-    num_subscenes: ${....num_subscenes}
-task:
-  randomize: False
-"""
 
 TRAIN = """
 params:
@@ -102,14 +73,13 @@ params:
 """
 
 
-def test_upstream_style_pair_loads_and_trains_one_epoch(compose_cfg, tmp_path):
-    (tmp_path / "cfg" / "task").mkdir(parents=True)
-    (tmp_path / "cfg" / "train").mkdir(parents=True)
-    (tmp_path / "cfg" / "task" / "MyCartpole.yaml").write_text(TASK)
-    (tmp_path / "cfg" / "train" / "MyCartpolePPO.yaml").write_text(TRAIN)
+def test_upstream_style_pair_loads_and_trains_one_epoch(compose_cfg, upstream_dir, tmp_path):
+    (upstream_dir / "train" / "MyCartpoleFullPPO.yaml").write_text(TRAIN)
     cfg = compose_cfg(
         "task=MyCartpole",
-        f"hydra.searchpath=[file://{tmp_path / 'cfg'}]",
+        "train=MyCartpoleFullPPO",
+        "task.name=Cartpole",  # the task file is a renamed copy of upstream's Cartpole
+        f"hydra.searchpath=[file://{upstream_dir}]",
         "max_iterations=1",
         f"train_dir={tmp_path / 'runs'}",
     )
