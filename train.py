@@ -5,8 +5,13 @@ choose how the run is split across GPU multiplexing instances.
 """
 
 import logging
+import os
 import sys
 import warnings
+
+# JAX (physics) and torch (learner) share a GPU in one process, and GMIs share it between
+# processes: JAX must not grab most of the device up front (GMIs further cap their share).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import hydra
 from omegaconf import DictConfig

@@ -1,0 +1,56 @@
+"""GMIs on a real GPU: MPS daemon life cycle, MPS and direct GMIs training, NVML inventory.
+
+Marked ``gpu``: skipped on machines without CUDA (CI); run them where a GPU is lent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from isaacgymenvs_gmi.gmi.inventory import detect_inventory
+from isaacgymenvs_gmi.gmi.mps import daemon_running, mps_daemon
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.gpu
+
+
+def test_nvml_inventory_sees_the_gpu():
+    inv = detect_inventory()
+    assert inv.gpus and inv.gpus[0].memory_bytes > 0 and inv.gpus[0].compute_capability >= (7, 0)
+
+
+def test_mps_daemon_we_start_is_stopped(monkeypatch):
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", "/nonexistent-gmi-test")
+    with mps_daemon() as pipe_dir:
+        assert daemon_running(pipe_dir)
+        assert oct(os.stat(pipe_dir).st_mode & 0o777) == "0o700"
+    assert not daemon_running(pipe_dir)
+
+
+@pytest.mark.parametrize("backend", ["mps", "direct"])
+def test_two_gmis_train_on_one_gpu(tmp_path, backend):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "task=Cartpole",
+            "gmi.per_gpu=2",
+            f"gmi.backend={backend}",
+            "sim_backend=mjx",
+            "max_iterations=20",
+            f"train_dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"backend {backend}" in proc.stdout and "[GMI x2]" in proc.stdout
+    if backend == "mps":
+        assert "50% of SMs" in proc.stdout
