@@ -94,11 +94,6 @@ class GmiSync:
         self.guard(what, lambda: dist.all_reduce(t, group=self.group))
         return float(t.item()) / self.world_size
 
-    def any_true(self, what: str, flag: bool) -> bool:
-        t = torch.tensor([1.0 if flag else 0.0])
-        self.guard(what, lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group))
-        return bool(t.item() > 0)
-
     def all_gather_vector(self, x: torch.Tensor, what: str) -> torch.Tensor:
         """(world_size, *x.shape): every GMI's ``x``, in GMI order."""
         x = x.detach().cpu().contiguous()

@@ -4,14 +4,14 @@ It never sets rl-games' ``multi_gpu`` (which calls ``init_process_group("nccl")`
 cross-GMI exchange goes through the collectives of :class:`GmiSync`, passed in. GMI 0 alone logs
 and writes checkpoints; the others keep rl-games' bookkeeping (so epoch-end decisions such as
 ``max_epochs`` or ``score_to_win`` are computed everywhere from identical, synchronised values)
-but their side effects are switched off.
+but their side effects are switched off. Stop decisions are made by every GMI from identical
+values (epoch and frame counts, merged episode statistics), so they agree.
 """
 
 from __future__ import annotations
 
 import logging
 
-import torch
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
 from isaacgymenvs_gmi.gmi.sync import GmiSync
@@ -44,7 +44,6 @@ class GmiPpoAgent(A2CAgent):
         super().__init__(base_name, params)
         self.sync = sync
         self.scheduler = SyncedScheduler(self.scheduler, sync)
-        self.stop_requested = False
         worlds = getattr(getattr(self.vec_env.env, "backend", None), "worlds", None)
         sync.check_pools(mujoco=getattr(worlds, "num_threads", None))
         sync.startup_barrier("agent built")
@@ -66,14 +65,9 @@ class GmiPpoAgent(A2CAgent):
         self.sync.merge_meter(self.game_rewards, per_value)
         self.sync.merge_meter(self.game_shaped_rewards, per_value)
         self.sync.merge_meter(self.game_lengths, (1,))
-        if self.sync.any_true("stop", self.stop_requested):
-            self.max_epochs = self.epoch_num  # every GMI leaves after this epoch
         self.sync.after_epoch(self, result)
         return result
 
     def save(self, fn):
         if self.sync.rank == 0:
             super().save(fn)
-
-    def fingerprint(self) -> torch.Tensor:
-        return self.sync.fingerprint(self.model)
