@@ -92,6 +92,10 @@ params:
     mlp:
       units: [16, 16]
       activation: elu
+      initializer:
+        name: default
+      regularizer:
+        name: None
   load_checkpoint: ${if:${...checkpoint},True,False}
   load_path: ${...checkpoint}
   config:
@@ -101,6 +105,28 @@ params:
     multi_gpu: ${....multi_gpu}
     ppo: True
     num_actors: ${....task.env.numEnvs}
+    mixed_precision: False
+    normalize_input: True
+    normalize_value: True
+    reward_shaper:
+      scale_value: 0.1
+    normalize_advantage: True
+    gamma: 0.99
+    tau: 0.95
+    learning_rate: 3e-4
+    lr_schedule: adaptive
+    kl_threshold: 0.008
+    score_to_win: 20000
+    save_best_after: 50
+    save_frequency: 25
+    grad_norm: 1.0
+    entropy_coef: 0.0
+    truncate_grads: True
+    e_clip: 0.2
+    critic_coef: 4
+    clip_value: True
+    seq_len: 4
+    bounds_loss_coef: 0.0001
     max_epochs: ${resolve_default:30,${....max_iterations}}
     defer_summaries_sec: ${if:${....pbt.enabled},240,5}
     horizon_length: 16
