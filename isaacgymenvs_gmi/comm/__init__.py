@@ -1,0 +1,1 @@
+"""Communication between GMIs: layout-aware gradient reduction (paper Sec. 4.1)."""

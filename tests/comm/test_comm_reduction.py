@@ -1,0 +1,126 @@
+"""Every strategy gives the gradient of the union batch, with the in-process twin and with real
+gloo processes, at layouts (GPUs x GMIs per GPU) 1x2, 1x3, 2x2, 2x3, 3x2 (virtual devices)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+import torch
+
+from isaacgymenvs_gmi.comm.collectives import ThreadCollectives, ThreadHub, TorchCollectives
+from isaacgymenvs_gmi.comm.reduction import groups_for, make_reducer
+from isaacgymenvs_gmi.comm.selector import mrr_valid
+from isaacgymenvs_gmi.gmi.layout import GmiLayout
+
+LAYOUTS = [(1, 2), (1, 3), (2, 2), (2, 3), (3, 2)]
+SHARD = 32
+
+
+def strategies(layout: GmiLayout) -> list[str]:
+    return ["mpr", "har"] + (["mrr"] if mrr_valid(layout.mpl()) else [])
+
+
+def model() -> torch.nn.Module:
+    """The same weights on every call, from a private generator (threads share torch's global
+    RNG, so seeding it per call would race)."""
+    net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ELU(), torch.nn.Linear(16, 3))
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    return net.double()
+
+
+def data(world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return (
+        torch.randn(world * SHARD, 6, generator=g, dtype=torch.float64),
+        torch.randn(world * SHARD, 3, generator=g, dtype=torch.float64),
+    )
+
+
+def flat_grad(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    net = model()
+    torch.nn.functional.mse_loss(net(x), y).backward()
+    return torch.cat([p.grad.reshape(-1) for p in net.parameters()])
+
+
+def union_gradient(world: int) -> torch.Tensor:
+    return flat_grad(*data(world))
+
+
+def shard_gradient(rank: int, world: int) -> torch.Tensor:
+    x, y = data(world)
+    return flat_grad(x[rank * SHARD : (rank + 1) * SHARD], y[rank * SHARD : (rank + 1) * SHARD])
+
+
+def close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(((a - b).abs().max() / b.abs().max()) < 1e-6)
+
+
+@pytest.mark.parametrize("g,t", LAYOUTS)
+def test_in_process_twin(g, t):
+    layout = GmiLayout(1, g, t)
+    world = layout.world_size
+    expected = union_gradient(world)
+    for strategy in strategies(layout):
+        hub, out = ThreadHub(world), {}
+
+        def gmi(rank: int, strategy=strategy, hub=hub, out=out) -> None:
+            flat = shard_gradient(rank, world)
+            make_reducer(strategy, layout, ThreadCollectives(rank, hub)).mean(flat)
+            out[rank] = flat
+
+        threads = [threading.Thread(target=gmi, args=(r,)) for r in range(world)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=60)
+        assert sorted(out) == list(range(world)), strategy
+        assert all(close(out[r], expected) for r in out), strategy
+
+
+def _gmi_process(rank: int, g: int, t: int, port: int, results) -> None:
+    import torch.distributed as dist
+
+    layout = GmiLayout(1, g, t)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=layout.world_size
+    )
+    comm = TorchCollectives(rank, groups_for(layout))
+    for strategy in strategies(layout):
+        flat = shard_gradient(rank, layout.world_size)
+        make_reducer(strategy, layout, comm).mean(flat)
+        results.put((strategy, rank, flat))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("g,t", LAYOUTS)
+def test_real_gloo_processes(g, t):
+    import torch.multiprocessing as mp
+
+    layout = GmiLayout(1, g, t)
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    ctx_procs = mp.start_processes(
+        _gmi_process,
+        args=(g, t, _free_port(), results),
+        nprocs=layout.world_size,
+        join=False,
+        start_method="spawn",
+    )
+    got = [results.get(timeout=120) for _ in range(layout.world_size * len(strategies(layout)))]
+    ctx_procs.join(timeout=120)
+    expected = union_gradient(layout.world_size)
+    for strategy, rank, flat in got:
+        assert close(flat, expected), (strategy, rank)
+    assert {s for s, _, _ in got} == set(strategies(layout))
