@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from isaacgymenvs_gmi.comm.selector import mrr_valid
 from isaacgymenvs_gmi.config import (
     ConfigError,
     GmiConfig,
@@ -83,8 +84,6 @@ def plan_run(
     )
     if gmi.mode != "sync":
         raise ConfigError("gmi.mode", gmi.mode, "only sync (PPO) is available in this version")
-    if gmi.comm != "auto":
-        raise ConfigError("gmi.comm", gmi.comm, "only auto is available in this version")
     if cfg.test and not cfg.checkpoint:
         raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
     if cfg.checkpoint and not os.path.isfile(str(cfg.checkpoint)):
@@ -92,6 +91,13 @@ def plan_run(
     node = plan_node(gmi, inventory or _inventory(cuda))
     world = _torchrun_world()
     layout = _torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
+    if gmi.comm == "mrr" and layout.world_size > 1 and not mrr_valid(layout.mpl()):
+        raise ConfigError(
+            "gmi.comm",
+            "mrr",
+            f"needs as many GMIs on every GPU and no more than GPUs; MPL="
+            f"{layout.mpl()} (use auto, mpr or har)",
+        )
     if cfg.test and layout.world_size > 1 and not world:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)

@@ -27,16 +27,20 @@ class Collectives(Protocol):
 
 
 class TorchCollectives:
-    """torch.distributed groups; ``make_groups`` must be called with the same list on every GMI
-    (creating a group is itself collective)."""
+    """torch.distributed groups, built from the same list on every GMI (creating a group is
+    itself collective). ``timeout_s`` bounds every collective: a group made without one would
+    wait torch's default 30 minutes for a hung GMI."""
 
-    def __init__(self, rank: int, groups: list[Group]):
+    def __init__(self, rank: int, groups: list[Group], timeout_s: float = 1800.0):
+        from datetime import timedelta
+
         import torch.distributed as dist
 
         self.rank, self._dist = rank, dist
         self._handles = {}
+        timeout = timedelta(seconds=timeout_s)
         for g in dict.fromkeys(tuple(sorted(g)) for g in groups):
-            self._handles[g] = dist.new_group(list(g)) if len(g) > 1 else None
+            self._handles[g] = dist.new_group(list(g), timeout=timeout) if len(g) > 1 else None
 
     def _group(self, group: Group):
         return self._handles[tuple(sorted(group))]

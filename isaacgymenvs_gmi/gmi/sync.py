@@ -36,11 +36,13 @@ class GmiSync:
         startup_timeout_s: float,
         telemetry: EpochTelemetry | None = None,
         group=None,
+        reducer=None,
     ):
         self.rank, self.world_size = rank, world_size
         self.guard, self.group = guard, group
         self.startup_timeout_s = startup_timeout_s
         self.telemetry = telemetry
+        self.reducer = reducer  # a comm.reduction.Reducer; None: one plain all-reduce
 
     # --- startup -----------------------------------------------------------------------------
     def check_pools(self, **more: int | None) -> None:
@@ -85,8 +87,11 @@ class GmiSync:
         if not grads:
             return
         flat = torch.cat([g.reshape(-1) for g in grads]).cpu()
-        self.guard("gradient all-reduce", lambda: dist.all_reduce(flat, group=self.group))
-        flat /= self.world_size
+        if self.reducer is None:
+            self.guard("gradient all-reduce", lambda: dist.all_reduce(flat, group=self.group))
+            flat /= self.world_size
+        else:
+            self.guard(f"gradient {self.reducer.strategy}", lambda: self.reducer.mean(flat))
         self._unflatten(flat, grads)
 
     def mean_scalar(self, what: str, value: float) -> float:

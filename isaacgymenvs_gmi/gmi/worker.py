@@ -145,6 +145,17 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
             timeout=timedelta(seconds=timeout),
         )
         guard = CollectiveGuard(store, rank, world, timeout)
+        from isaacgymenvs_gmi.comm.collectives import TorchCollectives
+        from isaacgymenvs_gmi.comm.reduction import groups_for, make_reducer
+        from isaacgymenvs_gmi.comm.selector import select_strategy
+
+        mpl = plan.layout.mpl()
+        strategy = select_strategy(mpl) if plan.gmi.comm == "auto" else plan.gmi.comm
+        reducer = make_reducer(
+            strategy, plan.layout, TorchCollectives(rank, groups_for(plan.layout), timeout)
+        )
+        if rank == 0:
+            say(f"gradient reduction: {strategy} (gmi.comm={plan.gmi.comm}, MPL={mpl})")
         horizon = int(cfg["train"]["params"]["config"]["horizon_length"])
         sync = GmiSync(
             rank,
@@ -152,6 +163,7 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
             guard,
             startup_timeout_s=10 * timeout,
             telemetry=EpochTelemetry(plan.num_envs, horizon),
+            reducer=reducer,
         )
         with tempfile.TemporaryDirectory(prefix=f"gmi{rank}-") as scratch:
             return train(cfg, plan, sync=sync, resources=resources, scratch_dir=scratch)
