@@ -16,6 +16,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 
 from common import ROOT, compose, median, write_result
 
@@ -102,8 +103,9 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--envs", type=int, default=1024)
     p.add_argument("--one", choices=("plugin", "plain"))
-    p.add_argument("--train-dir", default="/tmp/bench_runs")
+    p.add_argument("--train-dir", default=None, help="default: a fresh temporary folder")
     args = p.parse_args()
+    args.train_dir = args.train_dir or tempfile.mkdtemp(prefix="ppo-overhead-")
     if args.one:  # child process: one run, JSON on the last line
         fn = run_plugin if args.one == "plugin" else run_plain
         print(json.dumps({"steps_per_s": fn(args.envs, args.epochs, args.train_dir)}))

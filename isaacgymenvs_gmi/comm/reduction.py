@@ -12,6 +12,8 @@ place. Only the layout decides who talks to whom:
 
 from __future__ import annotations
 
+import abc
+
 import torch
 
 from isaacgymenvs_gmi.gmi.layout import GmiLayout
@@ -29,7 +31,9 @@ def groups_for(layout: GmiLayout) -> list[Group]:
     return [tuple(range(layout.world_size)), *devices, *slots, tuple(layout.leaders())]
 
 
-class Reducer:
+class Reducer(abc.ABC):
+    """Mean of every GMI's flat gradient, in place; subclasses say how the sum travels."""
+
     strategy: Strategy
 
     def __init__(self, layout: GmiLayout, comm: Collectives):
@@ -44,8 +48,9 @@ class Reducer:
         self.sum(flat)
         flat /= self.layout.world_size
 
-    def sum(self, flat: torch.Tensor) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def sum(self, flat: torch.Tensor) -> None:
+        """Replace ``flat`` (1-D) on every GMI by the sum over all GMIs."""
 
 
 class MultiProcessReduction(Reducer):
