@@ -35,9 +35,9 @@ class WorldBatch:
         self._rollout = rollout.Rollout(nthread=self.num_threads if self.num_threads > 1 else None)
         self._datas = [mujoco.MjData(model) for _ in range(self.num_threads)]
         nstate = mujoco.mj_stateSize(model, FULL_PHYSICS)
-        data = mujoco.MjData(model)
-        mujoco.mj_getState(model, data, np.empty(nstate), FULL_PHYSICS)
-        self.state = np.tile(_state_of(model, data), (num_envs, 1))
+        initial = np.empty(nstate)
+        mujoco.mj_getState(model, mujoco.MjData(model), initial, FULL_PHYSICS)
+        self.state = np.tile(initial, (num_envs, 1))  # (N, nstate): every world at qpos0
         self._out_state = np.empty((num_envs, nstep, nstate))
         self._out_sensor = np.empty((num_envs, nstep, model.nsensordata))
         self._ctrl = np.zeros((num_envs, nstep, model.nu))
@@ -92,12 +92,6 @@ class WorldBatch:
         self._rollout.close()
 
 
-def _state_of(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
-    out = np.empty(mujoco.mj_stateSize(model, FULL_PHYSICS))
-    mujoco.mj_getState(model, data, out, FULL_PHYSICS)
-    return out
-
-
 class MujocoBackend(PhysicsBackend):
     """Task + episode logic over a :class:`WorldBatch` (implements the backend protocol)."""
 
@@ -108,11 +102,11 @@ class MujocoBackend(PhysicsBackend):
     ):
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
-        m = model
         # One float32 host buffer [qpos | qvel | sensordata | actions] per step: one copy to JAX.
-        na = logic.task.num_actions
-        self._host = np.empty((logic.num_envs, m.nq + m.nv + m.nsensordata + na), np.float32)
-        self._cuts = (m.nq, m.nq + m.nv, m.nq + m.nv + m.nsensordata)
+        nq, nv, ns = model.nq, model.nv, model.nsensordata
+        width = nq + nv + ns + logic.task.num_actions
+        self._host = np.empty((logic.num_envs, width), np.float32)
+        self._cuts = (nq, nq + nv, nq + nv + ns)
 
         def finish_packed(host, bufs):
             qpos, qvel, sensors, actions = jnp.split(host, self._cuts, axis=1)
@@ -145,7 +139,7 @@ class MujocoBackend(PhysicsBackend):
         logic, w, host = self.logic, self.worlds, self._host
         if self._pool_left < logic.num_envs:
             self._bufs, self._pool_left = self._refill(self._bufs), logic.pool_size
-        a, b, c = self._cuts
+        _, b, c = self._cuts
         clipped = host[:, c:]
         np.clip(actions, -logic.clip_actions, logic.clip_actions, out=clipped)
         w.step(clipped if self._ctrl_identity else clipped[:, logic.ctrl_index], logic.ctrl_scale)
