@@ -21,12 +21,12 @@ import mujoco
 import numpy as np
 import torch
 from common import compose, write_result
-from isaacgymenvs_gmi.tasks import get_task_class
 from mujoco import rollout
 from omegaconf import OmegaConf
 
 from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
+from isaacgymenvs_gmi.tasks import get_task_class
 
 
 def task_config(num_envs: int) -> dict:

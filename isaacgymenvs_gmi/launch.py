@@ -180,9 +180,17 @@ def train(
     )
     task_cfg = dict(cfg["task"], env={**cfg["task"]["env"], "numEnvs": plan.num_envs})
     envs: list[VecTask] = []
+    central_value = cfg["train"]["params"]["config"].get("central_value_config") is not None
 
     def create_env(**_: Any) -> VecTask:
-        env = VecTask(task_cfg, rl_device, sim_device, physics=physics, seed=seed)
+        env = VecTask(
+            task_cfg,
+            rl_device,
+            sim_device,
+            physics=physics,
+            seed=seed,
+            states_for_critic=central_value,
+        )
         envs.append(env)
         return env
 

@@ -7,6 +7,7 @@ short timeout, through a :class:`CollectiveGuard` that names a missing GMI.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -75,11 +76,16 @@ class GmiSync:
         self.guard(what, lambda: dist.broadcast(flat, 0, group=self.group))
         self._unflatten(flat, tensors)
 
-    def check_same(self, module: torch.nn.Module, what: str) -> None:
-        """Raise unless every GMI holds bit-identical weights (replica fingerprint check)."""
-        prints = self.all_gather_vector(self.fingerprint(module), what + " fingerprint")
+    def check_same(self, modules: list[torch.nn.Module], what: str) -> None:
+        """Raise unless every GMI holds bit-identical parameters and buffers (weights and
+        normaliser statistics) in ``modules``: the replica fingerprint check."""
+        mine = torch.cat([self.fingerprint(m) for m in modules])
+        prints = self.all_gather_vector(mine, what + " fingerprint")
         if not torch.equal(prints, prints[:1].expand_as(prints)):
             raise RuntimeError(f"GMIs diverged at '{what}': fingerprints {prints.tolist()}")
+        if self.rank == 0:
+            hexes = " ".join(f"{v & (2**64 - 1):016x}" for v in mine.tolist())
+            say(f"replicas identical at '{what}' on {self.world_size} GMIs: {hexes}")
 
     # --- every update ------------------------------------------------------------------------
     def average_gradients(self, params: Iterable[torch.nn.Parameter]) -> None:
@@ -127,10 +133,12 @@ class GmiSync:
     # --- helpers ---------------------------------------------------------------------------
     @staticmethod
     def fingerprint(module: torch.nn.Module) -> torch.Tensor:
-        """Two float64 numbers that change with any parameter: sum and position-weighted sum."""
-        flat = torch.cat([p.detach().reshape(-1).double().cpu() for p in module.parameters()])
-        ramp = torch.linspace(1.0, 2.0, flat.numel(), dtype=torch.float64)
-        return torch.stack([flat.sum(), (flat * ramp).sum()])
+        """(2,) int64: a 128-bit hash of the bytes of every parameter and buffer, in order;
+        equal only if they are bit-identical (up to hash collisions)."""
+        digest = hashlib.blake2b(digest_size=16)
+        for t in (*module.parameters(), *module.buffers()):
+            digest.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+        return torch.frombuffer(bytearray(digest.digest()), dtype=torch.int64)
 
     @staticmethod
     def _unflatten(flat: torch.Tensor, tensors: list[torch.Tensor]) -> None:

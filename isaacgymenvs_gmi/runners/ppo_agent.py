@@ -15,7 +15,10 @@ import logging
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
 from isaacgymenvs_gmi.gmi.sync import GmiSync
+from isaacgymenvs_gmi.gmi.telemetry import say
 from isaacgymenvs_gmi.gmi.worker import inject_fault
+from isaacgymenvs_gmi.patches.central_value_reduction import reduce_critic_gradients
+from isaacgymenvs_gmi.patches.synced_normalizers import sync_normalizers
 
 log = logging.getLogger(__name__)
 CHECK_EVERY = 10  # epochs between replica fingerprint checks
@@ -38,28 +41,45 @@ class SyncedScheduler:
 
 
 class GmiPpoAgent(A2CAgent):
-    """``a2c_continuous`` with gradient averaging, weight broadcast and synchronised statistics."""
+    """``a2c_continuous`` with gradient reduction, weight broadcast and synchronised statistics,
+    for the actor-critic model and, when configured, the central value (asymmetric critic) net."""
 
     def __init__(self, base_name, params, *, sync: GmiSync):
         super().__init__(base_name, params)
         self.sync = sync
         self.scheduler = SyncedScheduler(self.scheduler, sync)
+        swapped = sync_normalizers(
+            self, lambda moments: sync.all_gather_vector(moments, "normaliser statistics")
+        )
+        if self.has_central_value:
+            reduce_critic_gradients(self.central_value_net, sync.average_gradients)
+        if sync.rank == 0 and swapped:
+            say(f"normaliser statistics synchronised across GMIs: {', '.join(swapped)}")
         worlds = getattr(getattr(self.vec_env.env, "backend", None), "worlds", None)
         sync.check_pools(mujoco=getattr(worlds, "num_threads", None))
         sync.startup_barrier("agent built")
         sync.broadcast_module(self.model, "initial weights")
         if self.has_central_value:
             sync.broadcast_module(self.central_value_net, "initial critic weights")
-        sync.check_same(self.model, "initial weights")
+        sync.check_same(self.replicas(), "initial weights")
+
+    def replicas(self) -> list:
+        """The modules every GMI must hold identically."""
+        return [self.model, *([self.central_value_net] if self.has_central_value else [])]
 
     def trancate_gradients_and_step(self):
         self.sync.average_gradients(self.model.parameters())
         return super().trancate_gradients_and_step()
 
+    def train(self):
+        result = super().train()
+        self.sync.check_same(self.replicas(), f"end of training, {self.epoch_num} epochs")
+        return result
+
     def train_epoch(self):
         inject_fault(self.sync.rank, self.epoch_num + 1)
         if self.epoch_num % CHECK_EVERY == 0:  # before the first update, then periodically
-            self.sync.check_same(self.model, f"weights before epoch {self.epoch_num + 1}")
+            self.sync.check_same(self.replicas(), f"after {self.epoch_num} epochs")
         result = super().train_epoch()
         per_value = (1, self.value_size)  # rl-games' reward meters hold (1, value_size) means
         self.sync.merge_meter(self.game_rewards, per_value)

@@ -59,6 +59,9 @@ class VecTask:
 
     ``step(actions (N, A)) -> (obs_dict {'obs': (N, num_obs)}, rew (N,), reset (N,) long,
     extras {'time_outs': (N,) bool, 'episode_return', 'episode_length'})``, all on rl_device.
+
+    ``states_for_critic``: also publish ``obs_dict['states']`` (N, num_states) for a central value
+    net; a task without privileged states hands the critic the actor's observations.
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class VecTask:
         *,
         physics: PhysicsOptions | None = None,
         seed: int = 0,
+        states_for_critic: bool = False,
     ):
         physics = physics or PhysicsOptions()
         self.cfg = config
@@ -84,6 +88,9 @@ class VecTask:
         self.num_agents = 1
         self.num_observations = self.task.num_obs
         self.num_states = self.task.num_states
+        self._states_from_obs = states_for_critic and self.num_states == 0
+        if self._states_from_obs:
+            self.num_states = self.task.num_obs
         self.num_actions = self.task.num_actions
         self.max_episode_length = self.task.max_episode_length
         self.control_freq_inv = timing.control_freq_inv
@@ -123,7 +130,7 @@ class VecTask:
         self.reset_buf = zeros.long()
         self.timeout_buf = zeros.bool()
         self.obs_buf = self._adopt(self.backend.reset())
-        self.obs_dict["obs"] = self.obs_buf
+        self._set_obs(self.obs_buf)
         log.info(
             "%s: %d envs, %s backend, %d obs / %d actions, %d physics steps of %.4g s per env step",
             self.task.name,
@@ -210,6 +217,11 @@ class VecTask:
             return actions.numpy()
         return jax.dlpack.from_dlpack(actions.to(torch.float32).contiguous())
 
+    def _set_obs(self, obs: torch.Tensor) -> None:
+        self.obs_dict["obs"] = obs
+        if self._states_from_obs:
+            self.obs_dict["states"] = obs
+
     def _publish(self, packed_out: jax.Array | np.ndarray):
         packed = self._adopt(packed_out)  # (N, num_obs + 5 [+ ...]), columns as in StepLogic.pack
         obs, tail = packed.split([self.num_obs, packed.shape[1] - self.num_obs], dim=1)
@@ -217,7 +229,7 @@ class VecTask:
         self.obs_buf, self.rew_buf = obs, reward
         self.reset_buf = reset.long()
         self.timeout_buf = timeout > 0.5
-        self.obs_dict["obs"] = obs
+        self._set_obs(obs)
         self.extras = {
             "time_outs": self.timeout_buf,
             "episode_return": ep_return,

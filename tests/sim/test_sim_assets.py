@@ -8,8 +8,6 @@ import mujoco
 import numpy as np
 import pytest
 import torch
-from isaacgymenvs_gmi.tasks import Ant, Cartpole
-from isaacgymenvs_gmi.tasks.base import ASSETS_DIR
 
 from isaacgymenvs_gmi.sim.model import (
     AssetNotFoundError,
@@ -18,6 +16,8 @@ from isaacgymenvs_gmi.sim.model import (
     compile_task_model,
 )
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
+from isaacgymenvs_gmi.tasks import Ant, Cartpole
+from isaacgymenvs_gmi.tasks.base import ASSETS_DIR
 
 BUNDLED_TORSO = 'name="torso_geom" type="sphere" size="0.25"'
 

@@ -15,11 +15,11 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
+
+from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.tasks import Ant, Cartpole, PhysicsFrame, rotations
 from isaacgymenvs_gmi.tasks.ant import AntCarry
 from isaacgymenvs_gmi.tasks.base import ModelInfo
-
-from isaacgymenvs_gmi.sim.model import compile_task_model
 
 CFG_DIR = Path(__file__).resolve().parents[2] / "cfg" / "task"
 DT = 0.0166  # sim.dt of both task configs
