@@ -103,3 +103,28 @@ class ThreadCollectives:
         if len(group) > 1:
             seen = self._exchange(t, group)
             t.copy_(seen[src])
+
+
+class RoutedCollectives:
+    """Collectives over this GMI's own device group go to ``local`` (e.g. shared memory); all
+    other groups go to ``remote`` (torch.distributed)."""
+
+    def __init__(self, local: Collectives, device_group: Group, remote: Collectives):
+        self.rank = remote.rank
+        self.local, self.remote = local, remote
+        self.device_group = tuple(sorted(device_group))
+
+    def _route(self, group: Group) -> Collectives:
+        return self.local if tuple(sorted(group)) == self.device_group else self.remote
+
+    def all_reduce(self, t, group):
+        if len(group) > 1:
+            self._route(group).all_reduce(t, group)
+
+    def reduce(self, t, dst, group):
+        if len(group) > 1:
+            self._route(group).reduce(t, dst, group)
+
+    def broadcast(self, t, src, group):
+        if len(group) > 1:
+            self._route(group).broadcast(t, src, group)

@@ -18,11 +18,13 @@ from .errors import ConfigError
 GmiBackend = Literal["auto", "mps", "mig", "direct", "cpu"]
 GmiMode = Literal["sync", "async", "serve"]
 GmiComm = Literal["auto", "mpr", "mrr", "har"]
+GmiIntraDevice = Literal["auto", "shm", "gloo"]
 
 #: Allowed values, in the order used in error messages.
 GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
 GMI_MODES: tuple[GmiMode, ...] = get_args(GmiMode)
 GMI_COMMS: tuple[GmiComm, ...] = get_args(GmiComm)
+GMI_INTRA_DEVICE: tuple[GmiIntraDevice, ...] = get_args(GmiIntraDevice)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class GmiConfig:
             CPU core sets, or "auto" to let the runtime choose.
         mode: "sync" (synchronous PPO, holistic GMIs), "async" (A3C) or "serve".
         comm: gradient reduction across GMIs, or "auto" to choose from the layout.
+        intra_device: how the GMIs of one device exchange gradients: a shared-memory segment
+            ("shm"), gloo over loopback ("gloo"), or "auto" (shared memory where the platform
+            supports it). Across devices it is always gloo (NCCL between GPUs).
         sm_percent: MPS active-thread percentage per GMI, each in (0, 100]; ``None`` leaves
             the split to the runtime. Its length is checked by the runtime, which knows the
             number of GMIs.
@@ -49,6 +54,7 @@ class GmiConfig:
     backend: GmiBackend = "auto"
     mode: GmiMode = "sync"
     comm: GmiComm = "auto"
+    intra_device: GmiIntraDevice = "auto"
     sm_percent: tuple[float, ...] | None = None
     timeout_s: int = 30
 
@@ -74,6 +80,11 @@ class GmiConfig:
         )
         mode = check_choice(f"{prefix}.mode", given.get("mode", defaults.mode), GMI_MODES)
         comm = check_choice(f"{prefix}.comm", given.get("comm", defaults.comm), GMI_COMMS)
+        intra_device = check_choice(
+            f"{prefix}.intra_device",
+            given.get("intra_device", defaults.intra_device),
+            GMI_INTRA_DEVICE,
+        )
         sm_percent = _sm_percent(f"{prefix}.sm_percent", given.get("sm_percent"))
         timeout_s = check_int(
             f"{prefix}.timeout_s", given.get("timeout_s", defaults.timeout_s), minimum=1
@@ -85,6 +96,7 @@ class GmiConfig:
             backend=cast(GmiBackend, backend),
             mode=cast(GmiMode, mode),
             comm=cast(GmiComm, comm),
+            intra_device=cast(GmiIntraDevice, intra_device),
             sm_percent=sm_percent,
             timeout_s=timeout_s,
         )

@@ -17,6 +17,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from isaacgymenvs_gmi.comm.buckets import GradientBuckets
+
 from .guard import CollectiveGuard, GmiTimeoutError
 from .telemetry import EpochTelemetry, say
 
@@ -38,12 +40,14 @@ class GmiSync:
         telemetry: EpochTelemetry | None = None,
         group=None,
         reducer=None,
+        buckets: GradientBuckets | None = None,
     ):
         self.rank, self.world_size = rank, world_size
         self.guard, self.group = guard, group
         self.startup_timeout_s = startup_timeout_s
         self.telemetry = telemetry
         self.reducer = reducer  # a comm.reduction.Reducer; None: one plain all-reduce
+        self.buckets = buckets or GradientBuckets()
 
     # --- startup -----------------------------------------------------------------------------
     def check_pools(self, **more: int | None) -> None:
@@ -89,16 +93,15 @@ class GmiSync:
 
     # --- every update ------------------------------------------------------------------------
     def average_gradients(self, params: Iterable[torch.nn.Parameter]) -> None:
-        grads = [p.grad for p in params if p.grad is not None]
-        if not grads:
-            return
-        flat = torch.cat([g.reshape(-1) for g in grads]).cpu()
+        """Each ``.grad`` becomes its mean over GMIs: flatten into buckets, reduce, unflatten."""
+        self.buckets.reduce(params, self._mean)
+
+    def _mean(self, flat: torch.Tensor) -> None:
         if self.reducer is None:
             self.guard("gradient all-reduce", lambda: dist.all_reduce(flat, group=self.group))
             flat /= self.world_size
         else:
             self.guard(f"gradient {self.reducer.strategy}", lambda: self.reducer.mean(flat))
-        self._unflatten(flat, grads)
 
     def mean_scalar(self, what: str, value: float) -> float:
         t = torch.tensor([value], dtype=torch.float64)

@@ -145,17 +145,19 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
             timeout=timedelta(seconds=timeout),
         )
         guard = CollectiveGuard(store, rank, world, timeout)
-        from isaacgymenvs_gmi.comm.collectives import TorchCollectives
-        from isaacgymenvs_gmi.comm.reduction import groups_for, make_reducer
+        from isaacgymenvs_gmi.comm.reduction import make_reducer
         from isaacgymenvs_gmi.comm.selector import select_strategy
+        from isaacgymenvs_gmi.comm.transport import build_collectives
 
         mpl = plan.layout.mpl()
         strategy = select_strategy(mpl) if plan.gmi.comm == "auto" else plan.gmi.comm
-        reducer = make_reducer(
-            strategy, plan.layout, TorchCollectives(rank, groups_for(plan.layout), timeout)
-        )
+        comm, intra = build_collectives(rank, plan.layout, plan.gmi.intra_device, store, timeout)
+        reducer = make_reducer(strategy, plan.layout, comm)
         if rank == 0:
-            say(f"gradient reduction: {strategy} (gmi.comm={plan.gmi.comm}, MPL={mpl})")
+            say(
+                f"gradient reduction: {strategy} (gmi.comm={plan.gmi.comm}, MPL={mpl}); "
+                f"inside a device: {intra}, across devices: gloo"
+            )
         horizon = int(cfg["train"]["params"]["config"]["horizon_length"])
         sync = GmiSync(
             rank,

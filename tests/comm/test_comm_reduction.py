@@ -1,5 +1,6 @@
 """Every strategy gives the gradient of the union batch, with the in-process twin and with real
-gloo processes, at layouts (GPUs x GMIs per GPU) 1x2, 1x3, 2x2, 2x3, 3x2 (virtual devices)."""
+gloo processes, at layouts (GPUs x GMIs per GPU) 1x2, 1x3, 2x2, 2x3, 3x2 (virtual devices), with
+the GMIs of a device meeting over gloo or over shared memory."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import threading
 import pytest
 import torch
 
-from isaacgymenvs_gmi.comm.collectives import ThreadCollectives, ThreadHub, TorchCollectives
-from isaacgymenvs_gmi.comm.reduction import groups_for, make_reducer
+from isaacgymenvs_gmi.comm.collectives import RoutedCollectives, ThreadCollectives, ThreadHub
+from isaacgymenvs_gmi.comm.reduction import make_reducer
 from isaacgymenvs_gmi.comm.selector import mrr_valid
+from isaacgymenvs_gmi.comm.shm import SharedMemoryCollectives
+from isaacgymenvs_gmi.comm.transport import build_collectives
 from isaacgymenvs_gmi.gmi.layout import GmiLayout
 
 LAYOUTS = [(1, 2), (1, 3), (2, 2), (2, 3), (3, 2)]
@@ -60,17 +63,32 @@ def close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(((a - b).abs().max() / b.abs().max()) < 1e-6)
 
 
+def twin_transport(rank: int, layout: GmiLayout, hub: ThreadHub, store, intra: str):
+    """The in-process twin, with the device's GMIs meeting in shared memory if ``intra``."""
+    threads = ThreadCollectives(rank, hub)
+    device = tuple(layout.mpl()[layout.place(rank).device])
+    if intra == "thread" or len(device) == 1:
+        return threads
+    # 40-byte rows: gradients of 163 float64 travel in many chunks
+    shm = SharedMemoryCollectives(rank, device, store, f"dev{device}", row_bytes=40, timeout_s=30)
+    return RoutedCollectives(shm, device, threads)
+
+
+@pytest.mark.parametrize("intra", ["thread", "shm"])
 @pytest.mark.parametrize("g,t", LAYOUTS)
-def test_in_process_twin(g, t):
+def test_in_process_twin(g, t, intra):
+    import torch.distributed as dist
+
     layout = GmiLayout(1, g, t)
     world = layout.world_size
     expected = union_gradient(world)
     for strategy in strategies(layout):
-        hub, out = ThreadHub(world), {}
+        hub, out, store = ThreadHub(world), {}, dist.HashStore()
 
-        def gmi(rank: int, strategy=strategy, hub=hub, out=out) -> None:
+        def gmi(rank: int, strategy=strategy, hub=hub, out=out, store=store) -> None:
             flat = shard_gradient(rank, world)
-            make_reducer(strategy, layout, ThreadCollectives(rank, hub)).mean(flat)
+            comm = twin_transport(rank, layout, hub, store, intra)
+            make_reducer(strategy, layout, comm).mean(flat)
             out[rank] = flat
 
         threads = [threading.Thread(target=gmi, args=(r,)) for r in range(world)]
@@ -82,14 +100,17 @@ def test_in_process_twin(g, t):
         assert all(close(out[r], expected) for r in out), strategy
 
 
-def _gmi_process(rank: int, g: int, t: int, port: int, results) -> None:
+def _gmi_process(rank: int, g: int, t: int, port: int, intra: str, results) -> None:
+    from datetime import timedelta
+
     import torch.distributed as dist
 
     layout = GmiLayout(1, g, t)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=layout.world_size
+    store = dist.TCPStore(
+        "127.0.0.1", port, layout.world_size, is_master=rank == 0, timeout=timedelta(seconds=60)
     )
-    comm = TorchCollectives(rank, groups_for(layout))
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=layout.world_size)
+    comm, _ = build_collectives(rank, layout, intra, store, timeout_s=60)
     for strategy in strategies(layout):
         flat = shard_gradient(rank, layout.world_size)
         make_reducer(strategy, layout, comm).mean(flat)
@@ -104,8 +125,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.parametrize("intra", ["gloo", "shm"])
 @pytest.mark.parametrize("g,t", LAYOUTS)
-def test_real_gloo_processes(g, t):
+def test_real_gloo_processes(g, t, intra):
     import torch.multiprocessing as mp
 
     layout = GmiLayout(1, g, t)
@@ -113,7 +135,7 @@ def test_real_gloo_processes(g, t):
     results = ctx.Queue()
     ctx_procs = mp.start_processes(
         _gmi_process,
-        args=(g, t, _free_port(), results),
+        args=(g, t, _free_port(), intra, results),
         nprocs=layout.world_size,
         join=False,
         start_method="spawn",

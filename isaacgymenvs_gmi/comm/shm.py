@@ -1,0 +1,169 @@
+"""Collectives among the GMIs of one device through a shared-memory segment (host memory).
+
+GMIs on one CPU virtual device (or host-staging for one GPU) exchange gradients by memory copy
+instead of loopback TCP. The segment holds one barrier counter per member and ``k + 1`` rows of
+``row_bytes``: a row per member plus a result row. Every operation is, per chunk that fills at
+most a row: write, barrier, combine, barrier, read. Summing is split across the
+members (each sums one slice of the rows into the result row, in member order), so a result is
+bit-identical on every member and no member sums everything alone.
+
+The barrier is a counter per member, each written by its owner only, so it needs no atomic
+instructions, but it relies on stores becoming visible in program order (x86-64's TSO). Where
+that does not hold (:func:`shm_supported` is False) intra-device traffic stays on gloo.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import platform
+import tempfile
+import time
+import uuid
+
+import numpy as np
+import torch
+
+from .collectives import Group
+
+CACHE_LINE = 64  # bytes between two members' counters (no false sharing)
+DEFAULT_ROW_BYTES = 4 << 20  # 4 MiB per row; larger tensors go in chunks
+SPINS_BEFORE_SLEEP = 2000
+
+
+class SharedMemoryTimeout(RuntimeError):
+    """A member did not reach a shared-memory barrier in time."""
+
+
+def shm_supported() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def _segment_dir() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()  # noqa: S108
+
+
+class SharedMemoryCollectives:
+    """Collectives over ``members`` (sorted GMI ids, one device), as GMI ``rank``.
+
+    ``store``: a torch.distributed Store (set/get) the members share, used once to pass the
+    segment's name from the first member to the others; ``key`` names this device in it.
+    """
+
+    def __init__(
+        self,
+        rank: int,
+        members: Group,
+        store,
+        key: str,
+        row_bytes: int = DEFAULT_ROW_BYTES,
+        timeout_s: float = 1800.0,
+    ):
+        self.rank, self.members = rank, tuple(sorted(members))
+        self.me = self.members.index(rank)
+        self.k, self.timeout_s = len(self.members), timeout_s
+        self.row_bytes = int(row_bytes) // 8 * 8
+        header = self.k * CACHE_LINE
+        size = header + (self.k + 1) * self.row_bytes
+        self._epoch = 0
+        path = self._create(size, store, key) if self.me == 0 else self._attach(store, key)
+        with open(path, "r+b") as f:
+            self._map = mmap.mmap(f.fileno(), size)
+        counters = np.frombuffer(self._map, dtype=np.int64, count=header // 8)
+        self._counters = counters[:: CACHE_LINE // 8]  # (k,) one per member, own cache line
+        data = np.frombuffer(self._map, dtype=np.uint8, offset=header)
+        self._bytes = torch.from_numpy(data)  # (k + 1) rows of row_bytes, viewed per dtype
+        self.barrier()  # everyone has mapped the segment
+        if self.me == 0:
+            os.unlink(path)  # the mapping outlives the name: nothing is left behind on exit
+
+    def _create(self, size: int, store, key: str) -> str:
+        path = os.path.join(_segment_dir(), f"isaacgymenvs-gmi-{uuid.uuid4().hex}")
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(fd, size)  # zero-filled: every counter starts at 0
+        finally:
+            os.close(fd)
+        store.set(key, path)
+        return path
+
+    @staticmethod
+    def _attach(store, key: str) -> str:
+        return store.get(key).decode()
+
+    def close(self) -> None:
+        self._bytes = self._counters = None
+        self._map.close()
+
+    # --- synchronisation ---------------------------------------------------------------------
+    def barrier(self) -> None:
+        self._epoch += 1
+        self._counters[self.me] = self._epoch
+        counters, epoch = self._counters, self._epoch
+        spins, deadline = 0, None
+        while (counters < epoch).any():
+            spins += 1
+            if spins < SPINS_BEFORE_SLEEP:
+                os.sched_yield()
+                continue
+            now = time.monotonic()
+            deadline = deadline or now + self.timeout_s
+            if now > deadline:
+                behind = [self.members[i] for i in np.flatnonzero(counters < epoch)]
+                raise SharedMemoryTimeout(
+                    f"GMIs {behind} did not reach shared-memory barrier #{epoch} within "
+                    f"{self.timeout_s:.0f} s"
+                )
+            time.sleep(50e-6)
+
+    # --- collectives (Collectives protocol) --------------------------------------------------
+    def all_reduce(self, t: torch.Tensor, group: Group) -> None:
+        self._sum(t, keep=True)
+
+    def reduce(self, t: torch.Tensor, dst: int, group: Group) -> None:
+        self._sum(t, keep=self.rank == dst)
+
+    def broadcast(self, t: torch.Tensor, src: int, group: Group) -> None:
+        if self.k == 1:
+            return
+        rows = self._rows(t.dtype)
+        src_row = self.members.index(src)
+        for chunk in self._chunks(t, rows.shape[1]):
+            n = chunk.numel()
+            if self.rank == src:
+                rows[src_row, :n].copy_(chunk)
+            self.barrier()
+            if self.rank != src:
+                chunk.copy_(rows[src_row, :n])
+            self.barrier()
+
+    def _sum(self, t: torch.Tensor, keep: bool) -> None:
+        if self.k == 1:
+            return
+        rows = self._rows(t.dtype)
+        mine, result = rows[self.me], rows[self.k]
+        for chunk in self._chunks(t, rows.shape[1]):
+            n = chunk.numel()
+            mine[:n].copy_(chunk)
+            self.barrier()
+            lo, hi = self.me * n // self.k, (self.me + 1) * n // self.k
+            if hi > lo:
+                part = result[lo:hi]
+                part.copy_(rows[0, lo:hi])
+                for r in range(1, self.k):
+                    part.add_(rows[r, lo:hi])
+            self.barrier()
+            if keep:
+                chunk.copy_(result[:n])
+
+    def _rows(self, dtype: torch.dtype) -> torch.Tensor:
+        """(k + 1, row_bytes // itemsize) view of the data area as ``dtype``."""
+        return self._bytes.view(dtype).view(self.k + 1, -1)
+
+    @staticmethod
+    def _chunks(t: torch.Tensor, per_chunk: int):
+        if not t.is_contiguous() or t.device.type != "cpu":
+            raise TypeError(f"shared-memory collectives take contiguous host tensors ({t.device})")
+        flat = t.view(-1)
+        for start in range(0, flat.numel(), per_chunk):
+            yield flat[start : start + per_chunk]
