@@ -15,7 +15,7 @@ GMI_YAML = Path(__file__).resolve().parents[2] / "cfg" / "gmi" / "default.yaml"
 def test_defaults_match_yaml():
     node = OmegaConf.load(GMI_YAML)
     assert GmiConfig.from_cfg(node) == GmiConfig()
-    assert GmiConfig() == GmiConfig(1, None, "auto", "sync", "auto", None)
+    assert GmiConfig() == GmiConfig(1, None, "auto", "sync", "auto", "auto", None)
 
 
 def test_missing_keys_take_defaults():
