@@ -39,8 +39,11 @@ class TorchCollectives:
         self.rank, self._dist = rank, dist
         self._handles = {}
         timeout = timedelta(seconds=timeout_s)
+        world = tuple(range(dist.get_world_size()))
         for g in dict.fromkeys(tuple(sorted(g)) for g in groups):
             self._handles[g] = dist.new_group(list(g), timeout=timeout) if len(g) > 1 else None
+        if world in self._handles:
+            self._handles[world] = None  # everyone: the default group (its connections are warm)
 
     def _group(self, group: Group):
         return self._handles[tuple(sorted(group))]

@@ -8,18 +8,21 @@ place. Only the layout decides who talks to whom:
   partial sums meet among the GMIs of each GPU. Needs as many GMIs on every GPU, <= GPUs.
 - HAR: step 1, reduce to each GPU's leader; step 2, all-reduce among leaders; step 3, each leader
   broadcasts the result on its GPU.
+- auto (:class:`TunedReduction`): whichever of the valid ones is fastest here, measured once per
+  gradient size; Algorithm 1's pick wins ties.
 """
 
 from __future__ import annotations
 
 import abc
+from typing import Literal
 
 import torch
 
 from isaacgymenvs_gmi.gmi.layout import GmiLayout
 
 from .collectives import Collectives, Group
-from .selector import Strategy, mrr_valid
+from .selector import Strategy, mrr_valid, select_strategy
 
 
 def groups_for(layout: GmiLayout) -> list[Group]:
@@ -91,5 +94,61 @@ REDUCERS: dict[Strategy, type[Reducer]] = {
 }
 
 
-def make_reducer(strategy: Strategy, layout: GmiLayout, comm: Collectives) -> Reducer:
+def make_reducer(
+    strategy: Strategy | Literal["auto"], layout: GmiLayout, comm: Collectives, on_choice=None
+) -> Reducer:
+    """``strategy`` "auto": :class:`TunedReduction` with Algorithm 1's pick as its prior."""
+    if strategy == "auto":
+        return TunedReduction(layout, comm, select_strategy(layout.mpl()), on_choice=on_choice)
     return REDUCERS[strategy](layout, comm)
+
+
+class TunedReduction(Reducer):
+    """``gmi.comm=auto``: the fastest valid strategy, measured on this machine and layout.
+
+    The first time a gradient of a given size arrives, every GMI times each candidate on scratch
+    copies (a few rounds, in a rotating order), the per-GMI medians are summed across GMIs (so
+    every GMI sees the same numbers and picks the same winner), and the winner reduces that size
+    from then on. Ties within 2% go to Algorithm 1's pick (``prior``). The real gradient is
+    reduced once, by the winner, so results stay exact.
+    """
+
+    strategy = "auto"
+
+    def __init__(self, layout, comm, prior: Strategy, rounds: int = 5, on_choice=None):
+        super().__init__(layout, comm)
+        self.prior, self.rounds, self.on_choice = prior, rounds, on_choice
+        valid = ["mpr", "har", *(["mrr"] if mrr_valid(layout.mpl()) else [])]
+        self.candidates = {s: REDUCERS[s](layout, comm) for s in valid}
+        self.choice: dict[int, Strategy] = {}  # gradient numel -> strategy
+        self.measured: dict[int, dict[str, float]] = {}  # numel -> mean seconds per GMI
+
+    def sum(self, flat):
+        n = flat.numel()
+        if n not in self.choice:
+            self._tune(flat)
+        self.candidates[self.choice[n]].sum(flat)
+
+    def _tune(self, flat: torch.Tensor) -> None:
+        import statistics
+        import time
+
+        names = list(self.candidates)
+        scratch = torch.empty_like(flat)
+        times: dict[str, list[float]] = {s: [] for s in names}
+        for rnd in range(self.rounds + 1):  # round 0 warms up
+            for s in names[rnd % len(names) :] + names[: rnd % len(names)]:
+                scratch.copy_(flat)
+                t0 = time.perf_counter()
+                self.candidates[s].sum(scratch)
+                if rnd:
+                    times[s].append(time.perf_counter() - t0)
+        total = torch.tensor([statistics.median(times[s]) for s in names], dtype=torch.float64)
+        self.comm.all_reduce(total, self.everyone)  # identical on every GMI
+        mean = {s: float(v) / self.layout.world_size for s, v in zip(names, total, strict=True)}
+        best = min(names, key=mean.__getitem__)
+        if mean[self.prior] <= 1.02 * mean[best]:
+            best = self.prior
+        self.choice[flat.numel()], self.measured[flat.numel()] = best, mean
+        if self.on_choice is not None:
+            self.on_choice(flat.numel(), best, mean)

@@ -28,7 +28,7 @@ from .collectives import Group
 
 CACHE_LINE = 64  # bytes between two members' counters (no false sharing)
 DEFAULT_ROW_BYTES = 4 << 20  # 4 MiB per row; larger tensors go in chunks
-SPINS_BEFORE_SLEEP = 2000
+SPINS_BEFORE_SLEEP = 50
 
 
 class SharedMemoryTimeout(RuntimeError):

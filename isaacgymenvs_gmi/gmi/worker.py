@@ -150,13 +150,19 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
         from isaacgymenvs_gmi.comm.transport import build_collectives
 
         mpl = plan.layout.mpl()
-        strategy = select_strategy(mpl) if plan.gmi.comm == "auto" else plan.gmi.comm
         comm, intra = build_collectives(rank, plan.layout, plan.gmi.intra_device, store, timeout)
-        reducer = make_reducer(strategy, plan.layout, comm)
+
+        def report_choice(numel: int, chosen: str, seconds: dict[str, float]) -> None:
+            if rank == 0:
+                ms = ", ".join(f"{s} {t * 1e3:.2f} ms" for s, t in seconds.items())
+                say(f"gradient reduction for {numel:,} values: {chosen} (measured: {ms})")
+
+        reducer = make_reducer(plan.gmi.comm, plan.layout, comm, on_choice=report_choice)
         if rank == 0:
             say(
-                f"gradient reduction: {strategy} (gmi.comm={plan.gmi.comm}, MPL={mpl}); "
-                f"inside a device: {intra}, across devices: gloo"
+                f"gradient reduction: gmi.comm={plan.gmi.comm} (Algorithm 1 picks "
+                f"{select_strategy(mpl)} for MPL={mpl}); inside a device: {intra}, "
+                "across devices: gloo"
             )
         horizon = int(cfg["train"]["params"]["config"]["horizon_length"])
         sync = GmiSync(

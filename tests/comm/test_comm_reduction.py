@@ -22,7 +22,7 @@ SHARD = 32
 
 
 def strategies(layout: GmiLayout) -> list[str]:
-    return ["mpr", "har"] + (["mrr"] if mrr_valid(layout.mpl()) else [])
+    return ["mpr", "har", "auto"] + (["mrr"] if mrr_valid(layout.mpl()) else [])
 
 
 def model() -> torch.nn.Module:
