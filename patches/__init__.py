@@ -1,6 +1,21 @@
-"""Small, documented changes to rl-games behaviour, each applied explicitly by the launcher.
+"""Small, documented changes to rl-games behaviour, each applied explicitly.
+
+Process-wide, by the launcher (:func:`apply_all`):
 
 - :mod:`.atomic_checkpoint`: checkpoints are written to a temporary file and renamed into place.
+
+Per agent, by the GMI PPO agent (``runners/ppo_agent.py``) when GMIs are active:
+
+- :mod:`.synced_normalizers`: observation, value and critic-state normalisers update from the
+  union batch of all GMIs, so they agree bit for bit.
+- :mod:`.central_value_reduction`: the central value net's gradients go through the GMI reducer
+  before its clipping and optimizer step.
+
+The agent itself overrides two rl-games methods rather than patching them:
+``trancate_gradients_and_step`` (gradients reduced by the layout's strategy, then rl-games'
+clipping and step) and ``train_epoch`` (fault injection, replica fingerprint checks, merged
+episode statistics); its scheduler is wrapped so adaptive learning rates follow the KL averaged
+over GMIs. It never sets rl-games' ``multi_gpu``.
 """
 
 from . import atomic_checkpoint

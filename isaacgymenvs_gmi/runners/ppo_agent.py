@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from rl_games.algos_torch import torch_ext
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
 from isaacgymenvs_gmi.gmi.sync import GmiSync
@@ -53,6 +54,15 @@ class GmiPpoAgent(A2CAgent):
         )
         if self.has_central_value:
             reduce_critic_gradients(self.central_value_net, sync.average_gradients)
+        # each GMI tracks its share of games_to_track episodes, so the merged statistics cover
+        # the union's last games_to_track episodes, as one process's would (not W times more)
+        per_gmi = max(1, self.games_to_track // sync.world_size)
+        for name, size in (
+            ("game_rewards", self.value_size),
+            ("game_shaped_rewards", self.value_size),
+            ("game_lengths", 1),
+        ):
+            setattr(self, name, torch_ext.AverageMeter(size, per_gmi).to(self.ppo_device))
         if sync.rank == 0 and swapped:
             say(f"normaliser statistics synchronised across GMIs: {', '.join(swapped)}")
         worlds = getattr(getattr(self.vec_env.env, "backend", None), "worlds", None)
