@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python bench/ppo_overhead.py
 	$(BIN)/python bench/learning_curves.py
 	$(BIN)/python bench/gmi_scaling.py
+	$(BIN)/python bench/reduction_latency.py
 	$(BIN)/python bench/report.py
 
 clean:

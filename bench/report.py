@@ -59,6 +59,17 @@ def rows() -> list[str]:
                 f"| {mine:,.0f} | gmi.per_gpu=1: {one:,.0f} | **{r[t]:.2f}** | >= 1.3 "
                 f"| {scaling['machine']['cores']}-core CPU |"
             )
+    latency = _load("reduction_latency")
+    if latency:
+        cores = latency["machine"]["cores"]
+        for r in latency["rows"]:
+            flat, auto = r["seconds"]["flat gloo"], r["seconds"]["auto"]
+            out.append(
+                f"| gradient reduction, {r['params']:,} params, {r['g']} devices x {r['t']} GMIs "
+                f"| auto ({r['auto_strategy']}) {auto * 1e3:.2f} ms "
+                f"| one flat gloo all-reduce {flat * 1e3:.2f} ms "
+                f"| **{r['ratio_vs_flat']['auto']:.2f}** | <= 1.0 | {cores}-core CPU |"
+            )
     curves = _load("learning_curves")
     if curves:
         c, a = curves["cartpole"], curves["ant"]
