@@ -73,9 +73,11 @@ class SharedMemoryCollectives:
         self._counters = counters[:: CACHE_LINE // 8]  # (k,) one per member, own cache line
         data = np.frombuffer(self._map, dtype=np.uint8, offset=header)
         self._bytes = torch.from_numpy(data)  # (k + 1) rows of row_bytes, viewed per dtype
-        self.barrier()  # everyone has mapped the segment
-        if self.me == 0:
-            os.unlink(path)  # the mapping outlives the name: nothing is left behind on exit
+        try:
+            self.barrier()  # everyone has mapped the segment
+        finally:
+            if self.me == 0:
+                os.unlink(path)  # the mapping outlives the name: nothing is left behind
 
     def _create(self, size: int, store, key: str) -> str:
         path = os.path.join(_segment_dir(), f"isaacgymenvs-gmi-{uuid.uuid4().hex}")
