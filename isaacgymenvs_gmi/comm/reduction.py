@@ -15,6 +15,8 @@ place. Only the layout decides who talks to whom:
 from __future__ import annotations
 
 import abc
+import statistics
+import time
 from typing import Literal
 
 import torch
@@ -130,9 +132,6 @@ class TunedReduction(Reducer):
         self.candidates[self.choice[n]].sum(flat)
 
     def _tune(self, flat: torch.Tensor) -> None:
-        import statistics
-        import time
-
         names = list(self.candidates)
         scratch = torch.empty_like(flat)
         times: dict[str, list[float]] = {s: [] for s in names}

@@ -39,14 +39,15 @@ class GmiSync:
         startup_timeout_s: float,
         telemetry: EpochTelemetry | None = None,
         group=None,
-        reducer=None,
+        *,
+        reducer,
         buckets: GradientBuckets | None = None,
     ):
         self.rank, self.world_size = rank, world_size
         self.guard, self.group = guard, group
         self.startup_timeout_s = startup_timeout_s
         self.telemetry = telemetry
-        self.reducer = reducer  # a comm.reduction.Reducer; None: one plain all-reduce
+        self.reducer = reducer  # a comm.reduction.Reducer: how gradients travel
         self.buckets = buckets or GradientBuckets()
 
     # --- startup -----------------------------------------------------------------------------
@@ -97,11 +98,7 @@ class GmiSync:
         self.buckets.reduce(params, self._mean)
 
     def _mean(self, flat: torch.Tensor) -> None:
-        if self.reducer is None:
-            self.guard("gradient all-reduce", lambda: dist.all_reduce(flat, group=self.group))
-            flat /= self.world_size
-        else:
-            self.guard(f"gradient {self.reducer.strategy}", lambda: self.reducer.mean(flat))
+        self.guard(f"gradient {self.reducer.strategy}", lambda: self.reducer.mean(flat))
 
     def mean_scalar(self, what: str, value: float) -> float:
         t = torch.tensor([value], dtype=torch.float64)
