@@ -98,6 +98,13 @@ def plan_run(
             f"needs as many GMIs on every GPU and no more than GPUs; MPL="
             f"{layout.mpl()} (use auto, mpr or har)",
         )
+    if gmi.intra_device == "ipc" and not (cuda and node.backend in ("mps", "direct")):
+        raise ConfigError(
+            "gmi.intra_device",
+            "ipc",
+            f"needs GMIs sharing a GPU under MPS or direct sharing (here: {node.backend}"
+            f"{'' if cuda else ', no GPU'}); use auto, shm or gloo",
+        )
     if cfg.test and layout.world_size > 1 and not world:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)

@@ -25,6 +25,7 @@ BAD = [
     (["task=Cartpole", "gmi.backend=cuda"], "gmi.backend"),
     (["task=Cartpole", "gmi.comm=ring"], "gmi.comm"),
     (["task=Cartpole", "gmi.per_gpu=2", "gmi.comm=mrr"], "gmi.comm"),  # MRR needs t <= g
+    (["task=Cartpole", "gmi.per_gpu=2", "gmi.intra_device=ipc"], "gmi.intra_device"),  # no GPU
     (["task=Cartpole", "sim_backend=physx"], "sim_backend"),
     (["task=Cartpole", "mjx_impl=warp", "sim_backend=mjx"], "mjx_impl"),
     (["task=Cartpole", "sim_device=tpu"], "sim_device"),

@@ -1,10 +1,10 @@
 """The one gradient path: flatten into buckets, reduce each, unflatten back into ``.grad``.
 
 Consecutive parameters share a bucket up to ``bucket_elems`` elements (a larger parameter gets
-a bucket of its own; the transport chunks it). Buckets are preallocated host buffers (pinned
-when the gradients live on a GPU), built once per set of parameters that have gradients, so a
-steady-state update allocates nothing. Gradients on a GPU are staged through the host buffer:
-the paper's host-staged reduction among GMIs.
+a bucket of its own; the transport chunks it). Buckets are preallocated float32 buffers on the
+gradients' device, built once per set of parameters that have gradients, so a steady-state
+update allocates nothing. A transport that needs host memory stages a GPU bucket itself
+(:class:`~isaacgymenvs_gmi.comm.collectives.RoutedCollectives`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import torch
 
 DEFAULT_BUCKET_ELEMS = 1 << 20  # float32 elements (4 MiB), the shared-memory row size
 
-Reduce = Callable[[torch.Tensor], None]  # in place on a 1-D float32 host tensor
+Reduce = Callable[[torch.Tensor], None]  # in place on a 1-D float32 tensor
 
 
 @dataclass
 class Bucket:
     index: list[int]  # positions in the parameter list
     sizes: list[int]
-    flat: torch.Tensor  # (sum(sizes),) float32 on the host
+    flat: torch.Tensor  # (sum(sizes),) float32 on the gradients' device
 
 
 def plan_buckets(sizes: list[int], bucket_elems: int) -> list[list[int]]:
@@ -56,27 +56,26 @@ class GradientBuckets:
         buckets = self._buckets(grads)
         for bucket in buckets:
             chosen = [grads[i].reshape(-1) for i in bucket.index]
-            if grads[0].device.type == "cpu" and grads[0].dtype == torch.float32:
+            if grads[0].dtype == torch.float32:
                 torch.cat(chosen, out=bucket.flat)
             else:
-                bucket.flat.copy_(torch.cat(chosen).float(), non_blocking=False)
+                bucket.flat.copy_(torch.cat(chosen).float())
             reduce(bucket.flat)
             with torch.no_grad():
                 pieces = bucket.flat.split(bucket.sizes)
                 for i, piece in zip(bucket.index, pieces, strict=True):
-                    grads[i].copy_(piece.view_as(grads[i]), non_blocking=False)
+                    grads[i].copy_(piece.view_as(grads[i]))
         return len(buckets)
 
     def _buckets(self, grads: list[torch.Tensor]) -> list[Bucket]:
         key = tuple((g.numel(), g.device.type, g.dtype) for g in grads)
         if key not in self._plans:
             sizes = [g.numel() for g in grads]
-            pin = grads[0].device.type == "cuda"
             self._plans[key] = [
                 Bucket(
                     index=group,
                     sizes=[sizes[i] for i in group],
-                    flat=torch.empty(sum(sizes[i] for i in group), pin_memory=pin),
+                    flat=torch.empty(sum(sizes[i] for i in group), device=grads[0].device),
                 )
                 for group in plan_buckets(sizes, self.bucket_elems)
             ]

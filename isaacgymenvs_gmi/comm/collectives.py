@@ -3,6 +3,7 @@
 ``TorchCollectives`` runs them through torch.distributed process groups (gloo on the host, NCCL
 across GPUs). ``ThreadCollectives`` is its in-process twin: each simulated GMI is a thread, and a
 group's members meet at a barrier, so a whole layout runs in one process under a debugger.
+``RoutedCollectives`` sends each group to the transport that carries it.
 Groups are plain tuples of GMI ids; the transport maps them to its own handles.
 """
 
@@ -29,21 +30,35 @@ class Collectives(Protocol):
 class TorchCollectives:
     """torch.distributed groups, built from the same list on every GMI (creating a group is
     itself collective). ``timeout_s`` bounds every collective: a group made without one would
-    wait torch's default 30 minutes for a hung GMI."""
+    wait torch's default 30 minutes for a hung GMI.
 
-    def __init__(self, rank: int, groups: list[Group], timeout_s: float = 1800.0):
+    ``backend`` None uses the default group's backend (gloo here: host tensors), and the group
+    of everyone is the default group itself (its connections are warm). ``backend="nccl"``
+    makes NCCL groups, which take tensors on this GMI's GPU (``device``); NCCL refuses two
+    members on one GPU, so only groups that span distinct GPUs may use it."""
+
+    def __init__(
+        self,
+        rank: int,
+        groups: list[Group],
+        timeout_s: float = 1800.0,
+        backend: str | None = None,
+        device: torch.device | str = "cpu",
+    ):
         from datetime import timedelta
 
         import torch.distributed as dist
 
         self.rank, self._dist = rank, dist
+        self.device = torch.device(device)
         self._handles = {}
         timeout = timedelta(seconds=timeout_s)
         world = tuple(range(dist.get_world_size()))
         for g in dict.fromkeys(tuple(sorted(g)) for g in groups):
-            self._handles[g] = dist.new_group(list(g), timeout=timeout) if len(g) > 1 else None
-        if world in self._handles:
-            self._handles[world] = None  # everyone: the default group (its connections are warm)
+            if len(g) > 1 and (g != world or backend is not None):
+                self._handles[g] = dist.new_group(list(g), timeout=timeout, backend=backend)
+            else:
+                self._handles[g] = None  # a single GMI, or everyone: the default group
 
     def _group(self, group: Group):
         return self._handles[tuple(sorted(group))]
@@ -109,25 +124,45 @@ class ThreadCollectives:
 
 
 class RoutedCollectives:
-    """Collectives over this GMI's own device group go to ``local`` (e.g. shared memory); all
-    other groups go to ``remote`` (torch.distributed)."""
+    """Each group to the transport that carries it (``routes``), others to ``default``.
 
-    def __init__(self, local: Collectives, device_group: Group, remote: Collectives):
-        self.rank = remote.rank
-        self.local, self.remote = local, remote
-        self.device_group = tuple(sorted(device_group))
+    A transport with a ``device`` attribute gets its tensors there: a tensor elsewhere is
+    copied into a staging buffer (pinned host memory for a GPU tensor), and the result back.
+    That is the host-staged path for a GPU's gradients over shared memory or gloo."""
+
+    def __init__(self, default: Collectives, routes: dict[Group, Collectives]):
+        self.rank = default.rank
+        self.default = default
+        self.routes = {tuple(sorted(g)): c for g, c in routes.items()}
+        self._staging: dict[tuple, torch.Tensor] = {}
 
     def _route(self, group: Group) -> Collectives:
-        return self.local if tuple(sorted(group)) == self.device_group else self.remote
+        return self.routes.get(tuple(sorted(group)), self.default)
+
+    def _run(self, group: Group, t: torch.Tensor, op) -> None:
+        if len(group) < 2:
+            return
+        transport = self._route(group)
+        device = getattr(transport, "device", None)
+        if device is None or t.device == device:
+            op(transport, t)
+            return
+        key = (device, t.dtype, t.numel())
+        if key not in self._staging:
+            pin = device.type == "cpu" and t.device.type == "cuda"
+            self._staging[key] = torch.empty(
+                t.numel(), dtype=t.dtype, device=device, pin_memory=pin
+            )
+        staged = self._staging[key]
+        staged.copy_(t.reshape(-1))
+        op(transport, staged)
+        t.copy_(staged.view_as(t))
 
     def all_reduce(self, t, group):
-        if len(group) > 1:
-            self._route(group).all_reduce(t, group)
+        self._run(group, t, lambda c, x: c.all_reduce(x, group))
 
     def reduce(self, t, dst, group):
-        if len(group) > 1:
-            self._route(group).reduce(t, dst, group)
+        self._run(group, t, lambda c, x: c.reduce(x, dst, group))
 
     def broadcast(self, t, src, group):
-        if len(group) > 1:
-            self._route(group).broadcast(t, src, group)
+        self._run(group, t, lambda c, x: c.broadcast(x, src, group))

@@ -138,8 +138,10 @@ class TunedReduction(Reducer):
         for rnd in range(self.rounds + 1):  # round 0 warms up
             for s in names[rnd % len(names) :] + names[: rnd % len(names)]:
                 scratch.copy_(flat)
+                _wait(scratch)
                 t0 = time.perf_counter()
                 self.candidates[s].sum(scratch)
+                _wait(scratch)
                 if rnd:
                     times[s].append(time.perf_counter() - t0)
         total = torch.tensor([statistics.median(times[s]) for s in names], dtype=torch.float64)
@@ -151,3 +153,9 @@ class TunedReduction(Reducer):
         self.choice[flat.numel()], self.measured[flat.numel()] = best, mean
         if self.on_choice is not None:
             self.on_choice(flat.numel(), best, mean)
+
+
+def _wait(t: torch.Tensor) -> None:
+    """Let queued GPU work on ``t``'s device finish, so a host clock times it."""
+    if t.device.type == "cuda":
+        torch.cuda.synchronize(t.device)

@@ -64,16 +64,15 @@ class SharedMemoryCollectives:
         self.k, self.timeout_s = len(self.members), timeout_s
         self.row_bytes = int(row_bytes) // 8 * 8
         header = self.k * CACHE_LINE
-        size = header + (self.k + 1) * self.row_bytes
+        size = header + self._host_row_bytes()
         self._epoch = 0
         path = self._create(size, store, key) if self.me == 0 else self._attach(store, key)
         with open(path, "r+b") as f:
             self._map = mmap.mmap(f.fileno(), size)
         counters = np.frombuffer(self._map, dtype=np.int64, count=header // 8)
         self._counters = counters[:: CACHE_LINE // 8]  # (k,) one per member, own cache line
-        data = np.frombuffer(self._map, dtype=np.uint8, offset=header)
-        self._bytes = torch.from_numpy(data)  # (k + 1) rows of row_bytes, viewed per dtype
         try:
+            self._bytes = self._make_rows(self._map, header, store, key)
             self.barrier()  # everyone has mapped the segment
         finally:
             if self.me == 0:
@@ -92,6 +91,21 @@ class SharedMemoryCollectives:
     @staticmethod
     def _attach(store, key: str) -> str:
         return store.get(key).decode()
+
+    # --- where the rows live (host memory here; subclasses may move them) --------------------
+    device = torch.device("cpu")
+
+    def _host_row_bytes(self) -> int:
+        """Bytes of the segment after the counters that hold rows."""
+        return (self.k + 1) * self.row_bytes
+
+    def _make_rows(self, segment: mmap.mmap, header: int, store, key: str) -> torch.Tensor:
+        """((k + 1) * row_bytes,) uint8: every member's row, then the result row."""
+        return torch.from_numpy(np.frombuffer(segment, dtype=np.uint8, offset=header))
+
+    def _fence(self) -> None:
+        """Make this member's writes to the rows visible to the others (before a barrier).
+        Host stores are visible once made."""
 
     def close(self) -> None:
         self._bytes = self._counters = None
@@ -134,9 +148,11 @@ class SharedMemoryCollectives:
             n = chunk.numel()
             if self.rank == src:
                 rows[src_row, :n].copy_(chunk)
+                self._fence()
             self.barrier()
             if self.rank != src:
                 chunk.copy_(rows[src_row, :n])
+                self._fence()  # read before the source may overwrite its row
             self.barrier()
 
     def _sum(self, t: torch.Tensor, keep: bool) -> None:
@@ -147,6 +163,7 @@ class SharedMemoryCollectives:
         for chunk in self._chunks(t, rows.shape[1]):
             n = chunk.numel()
             mine[:n].copy_(chunk)
+            self._fence()
             self.barrier()
             lo, hi = self.me * n // self.k, (self.me + 1) * n // self.k
             if hi > lo:
@@ -154,6 +171,7 @@ class SharedMemoryCollectives:
                 part.copy_(rows[0, lo:hi])
                 for r in range(1, self.k):
                     part.add_(rows[r, lo:hi])
+                self._fence()
             self.barrier()
             if keep:
                 chunk.copy_(result[:n])
@@ -162,10 +180,11 @@ class SharedMemoryCollectives:
         """(k + 1, row_bytes // itemsize) view of the data area as ``dtype``."""
         return self._bytes.view(dtype).view(self.k + 1, -1)
 
-    @staticmethod
-    def _chunks(t: torch.Tensor, per_chunk: int):
-        if not t.is_contiguous() or t.device.type != "cpu":
-            raise TypeError(f"shared-memory collectives take contiguous host tensors ({t.device})")
+    def _chunks(self, t: torch.Tensor, per_chunk: int):
+        if not t.is_contiguous() or t.device != self.device:
+            raise TypeError(
+                f"{type(self).__name__} takes contiguous tensors on {self.device} ({t.device})"
+            )
         flat = t.view(-1)
         for start in range(0, flat.numel(), per_chunk):
             yield flat[start : start + per_chunk]

@@ -1,45 +1,159 @@
 """Which transport carries each reduction group of a GMI layout.
 
-Across devices: torch.distributed (gloo on the host). Inside a device: a shared-memory segment
-when ``gmi.intra_device`` allows it and the platform supports it, else the same gloo groups.
+Across devices: NCCL between GPUs (groups with one GMI per GPU), gloo on the host otherwise
+(CPU virtual devices, and the everyone-group when a GPU holds several GMIs, which NCCL refuses).
+Inside a device (``gmi.intra_device``):
+
+- ``shm``: a host shared-memory segment (on a GPU: host-staged, the paper's way);
+- ``ipc``: a device buffer shared through CUDA IPC (GMIs of one GPU under MPS or time-sharing);
+- ``gloo``: the same gloo groups as across devices;
+- ``auto``: on CPU devices, shared memory where the platform supports it; on a GPU, whichever of
+  host-staged shared memory and CUDA IPC all-reduces faster, measured at start-up.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
 
 from isaacgymenvs_gmi.gmi.layout import GmiLayout
 
-from .collectives import Collectives, RoutedCollectives, TorchCollectives
+from .collectives import Collectives, Group, RoutedCollectives, TorchCollectives
 from .reduction import groups_for
 from .shm import SharedMemoryCollectives, shm_supported
 
+PROBE_ELEMS = (1 << 16, 1 << 20)  # an Ant-size gradient and a full bucket
+PROBE_ROUNDS = 10
 
-def intra_device_transport(requested: str) -> str:
-    """The transport ``gmi.intra_device=requested`` resolves to on this machine."""
-    if requested == "auto":
-        return "shm" if shm_supported() else "gloo"
+
+@dataclass(frozen=True)
+class TransportChoice:
+    intra: str  # shm | ipc | gloo (or "none": one GMI per device)
+    across: str  # nccl | gloo (or "none": one device)
+    measured: dict[str, float] | None = None  # auto on a GPU: seconds per probe, per candidate
+
+    def __str__(self) -> str:
+        text = f"inside a device: {self.intra}, across devices: {self.across}"
+        if self.measured:
+            ms = ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in self.measured.items())
+            sizes = " + ".join(f"{n:,}" for n in PROBE_ELEMS)
+            text += f" (all-reduce of {sizes} floats inside a GPU, measured: {ms})"
+        return text
+
+
+def intra_device_transport(requested: str, device: torch.device, ipc_possible: bool) -> str:
+    """The transport ``gmi.intra_device=requested`` resolves to before any measurement
+    ("auto" stays "auto" only where it must be measured: GMIs sharing one GPU)."""
     if requested == "shm" and not shm_supported():
         raise RuntimeError("gmi.intra_device=shm needs an x86-64 host; use auto or gloo")
-    return requested
+    if requested == "ipc" and not (device.type == "cuda" and ipc_possible):
+        raise RuntimeError(
+            "gmi.intra_device=ipc needs GMIs that share one GPU's memory (MPS or direct "
+            "sharing, not MIG, not CPU devices); use auto, shm or gloo"
+        )
+    if requested != "auto":
+        return requested
+    if device.type == "cuda" and ipc_possible:
+        return "auto"
+    return "shm" if shm_supported() else "gloo"
 
 
 def build_collectives(
-    rank: int, layout: GmiLayout, intra_device: str, store, timeout_s: float
-) -> tuple[Collectives, str]:
+    rank: int,
+    layout: GmiLayout,
+    intra_device: str,
+    store,
+    timeout_s: float,
+    device: torch.device | str = "cpu",
+    backend: str = "mps",
+) -> tuple[Collectives, TransportChoice]:
     """This GMI's transport for every group of :func:`groups_for` (call on every GMI: group
-    creation is collective). Returns it with the intra-device transport's name."""
-    remote = TorchCollectives(rank, groups_for(layout), timeout_s)
-    transport = intra_device_transport(intra_device)
-    place = layout.place(rank)
-    device_group = tuple(layout.mpl()[place.device])
-    if transport == "gloo" or len(device_group) == 1:
-        return remote, transport
-    local = SharedMemoryCollectives(
-        rank,
-        device_group,
-        store,
-        key=f"gmi/shm/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/device{place.device}",
-        timeout_s=timeout_s,
+    creation is collective). ``device``: where this GMI's gradients live; ``backend``: how the
+    GPU is shared (cpu | mps | mig | direct). MIG instances can neither open each other's
+    memory nor, reliably, run NCCL, so under MIG everything is host-staged."""
+    device = torch.device(device)
+    on_gpu = device.type == "cuda"
+    ipc_possible = on_gpu and backend in ("mps", "direct")
+    groups = groups_for(layout)
+    mpl = layout.mpl()
+    where = {gmi: d for d, row in enumerate(mpl) for gmi in row}
+    spans_gpus = [
+        g for g in groups if len(g) > 1 and len({where[m] for m in g}) == len(g)
+    ]  # one GMI per GPU in each
+    gloo = TorchCollectives(rank, groups, timeout_s)
+    routes: dict[Group, Collectives] = {}
+    across = "gloo" if len(mpl) > 1 else "none"
+    if on_gpu:
+        torch.cuda.set_device(device)
+        if spans_gpus and backend != "mig":
+            nccl = TorchCollectives(rank, spans_gpus, timeout_s, backend="nccl", device=device)
+            routes.update(dict.fromkeys(spans_gpus, nccl))
+            across = "nccl"
+    device_group = tuple(mpl[where[rank]])
+    choice = TransportChoice(intra="none", across=across)
+    if len(device_group) > 1:
+        transport = intra_device_transport(intra_device, device, ipc_possible)
+        key = f"gmi/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/device{where[rank]}"
+        local, intra, measured = _intra(
+            transport, rank, device_group, store, key, timeout_s, device
+        )
+        if local is not None:
+            routes[device_group] = local
+        choice = TransportChoice(intra=intra, across=across, measured=measured)
+    return RoutedCollectives(gloo, routes), choice
+
+
+def _intra(transport, rank, members, store, key, timeout_s, device):
+    """(collectives or None for gloo, name, measured seconds or None)."""
+    if transport == "gloo":
+        return None, "gloo", None
+    if transport == "shm":
+        shm = SharedMemoryCollectives(rank, members, store, key + "/shm", timeout_s=timeout_s)
+        return shm, "shm", None
+    from .cuda_ipc import CudaIpcCollectives
+
+    ipc = CudaIpcCollectives(rank, members, store, key + "/ipc", device, timeout_s=timeout_s)
+    if transport == "ipc":
+        return ipc, "ipc", None
+    host = (
+        SharedMemoryCollectives(rank, members, store, key + "/shm", timeout_s=timeout_s)
+        if shm_supported()
+        else None
     )
-    return RoutedCollectives(local, device_group, remote), transport
+    if host is None:
+        return ipc, "ipc", None
+    measured = {
+        "ipc": _time_all_reduce(ipc, members, device),
+        "shm": _time_all_reduce(host, members, device),
+    }
+    total = torch.tensor([measured["ipc"], measured["shm"]], dtype=torch.float64)
+    host.all_reduce(total, members)  # every member decides from the same numbers
+    measured = {"ipc": float(total[0]) / len(members), "shm": float(total[1]) / len(members)}
+    if measured["ipc"] <= measured["shm"]:
+        host.close()
+        return ipc, "ipc", measured
+    ipc.close()
+    return host, "shm", measured
+
+
+def _time_all_reduce(transport: Collectives, members: Group, device: torch.device) -> float:
+    """Median seconds of an all-reduce of each probe size, from and back to ``device``, summed
+    (the host-staged transport pays its copies here, as in training)."""
+    routed = RoutedCollectives(transport, {})
+    total = 0.0
+    for n in PROBE_ELEMS:
+        t = torch.ones(n, device=device)
+        times = []
+        for rnd in range(PROBE_ROUNDS + 1):  # round 0 warms up
+            torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            routed.all_reduce(t, members)
+            torch.cuda.synchronize(device)
+            if rnd:
+                times.append(time.perf_counter() - t0)
+        total += statistics.median(times)
+    return total

@@ -18,7 +18,7 @@ from .errors import ConfigError
 GmiBackend = Literal["auto", "mps", "mig", "direct", "cpu"]
 GmiMode = Literal["sync", "async", "serve"]
 GmiComm = Literal["auto", "mpr", "mrr", "har"]
-GmiIntraDevice = Literal["auto", "shm", "gloo"]
+GmiIntraDevice = Literal["auto", "shm", "ipc", "gloo"]
 
 #: Allowed values, in the order used in error messages.
 GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
@@ -39,9 +39,12 @@ class GmiConfig:
             CPU core sets, or "auto" to let the runtime choose.
         mode: "sync" (synchronous PPO, holistic GMIs), "async" (A3C) or "serve".
         comm: gradient reduction across GMIs, or "auto" to choose from the layout.
-        intra_device: how the GMIs of one device exchange gradients: a shared-memory segment
-            ("shm"), gloo over loopback ("gloo"), or "auto" (shared memory where the platform
-            supports it). Across devices it is always gloo (NCCL between GPUs).
+        intra_device: how the GMIs of one device exchange gradients: a host shared-memory
+            segment ("shm"; host-staged on a GPU), a device buffer shared through CUDA IPC
+            ("ipc"; GMIs sharing a GPU under MPS or time-sharing), gloo over loopback ("gloo"),
+            or "auto" (on a GPU the faster of shm and ipc, measured at start; on CPU devices
+            shared memory where the platform supports it). Across devices: NCCL between GPUs,
+            gloo on CPU devices.
         sm_percent: MPS active-thread percentage per GMI, each in (0, 100]; ``None`` leaves
             the split to the runtime. Its length is checked by the runtime, which knows the
             number of GMIs.

@@ -150,7 +150,15 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
         from isaacgymenvs_gmi.comm.transport import build_collectives
 
         mpl = plan.layout.mpl()
-        comm, intra = build_collectives(rank, plan.layout, plan.gmi.intra_device, store, timeout)
+        comm, transports = build_collectives(
+            rank,
+            plan.layout,
+            plan.gmi.intra_device,
+            store,
+            timeout,
+            device=resources.rl_device,
+            backend=plan.gmi_backend,
+        )
 
         def report_choice(numel: int, chosen: str, seconds: dict[str, float]) -> None:
             if rank == 0:
@@ -161,8 +169,7 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
         if rank == 0:
             say(
                 f"gradient reduction: gmi.comm={plan.gmi.comm} (Algorithm 1 picks "
-                f"{select_strategy(mpl)} for MPL={mpl}); inside a device: {intra}, "
-                "across devices: gloo"
+                f"{select_strategy(mpl)} for MPL={mpl}); {transports}"
             )
         horizon = int(cfg["train"]["params"]["config"]["horizon_length"])
         sync = GmiSync(

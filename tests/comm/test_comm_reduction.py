@@ -71,7 +71,7 @@ def twin_transport(rank: int, layout: GmiLayout, hub: ThreadHub, store, intra: s
         return threads
     # 40-byte rows: gradients of 163 float64 travel in many chunks
     shm = SharedMemoryCollectives(rank, device, store, f"dev{device}", row_bytes=40, timeout_s=30)
-    return RoutedCollectives(shm, device, threads)
+    return RoutedCollectives(threads, {device: shm})
 
 
 @pytest.mark.parametrize("intra", ["thread", "shm"])

@@ -66,7 +66,7 @@ def test_from_dictconfig_with_list():
         ({"backend": 3}, "gmi.backend=3: must be one of"),
         ({"mode": "a3c"}, "gmi.mode='a3c': must be one of 'sync', 'async', 'serve'"),
         ({"comm": "nccl"}, "gmi.comm='nccl': must be one of 'auto', 'mpr', 'mrr', 'har'"),
-        ({"intra_device": "ipc"}, "gmi.intra_device='ipc': must be one of 'auto', 'shm', 'gloo'"),
+        ({"intra_device": "nvlink"}, "gmi.intra_device='nvlink': must be one of 'auto', 'shm'"),
         ({"sm_percent": 50}, "gmi.sm_percent=50: must be null or a list"),
         ({"sm_percent": []}, "gmi.sm_percent=[]: must be null or a non-empty list"),
         ({"sm_percent": [50, 0]}, "gmi.sm_percent[1]=0: must be a number in (0, 100]"),
