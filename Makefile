@@ -38,6 +38,8 @@ bench: install
 	$(BIN)/python bench/learning_curves.py
 	$(BIN)/python bench/gmi_scaling.py
 	$(BIN)/python bench/reduction_latency.py
+	$(BIN)/python bench/learning_parity.py
+	$(BIN)/python bench/intra_gpu_reduction.py
 	$(BIN)/python bench/report.py
 
 clean:

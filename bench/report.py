@@ -70,6 +70,36 @@ def rows() -> list[str]:
                 f"| one flat gloo all-reduce {flat * 1e3:.2f} ms "
                 f"| **{r['ratio_vs_flat']['auto']:.2f}** | <= 1.0 | {cores}-core CPU |"
             )
+    ipc = _load("intra_gpu_reduction")
+    if ipc:
+        gpu = ipc["device"]
+        for r in ipc["latency"]:
+            t = r["seconds"]
+            out.append(
+                f"| reduction inside one GPU, {r['gmis']} GMIs, {r['size']} "
+                f"| CUDA IPC {t['cuda ipc'] * 1e3:.3f} ms "
+                f"| host-staged {t['host-staged shm'] * 1e3:.3f} ms "
+                f"| **{r['host_staged_over_ipc']:.2f}** (host-staged / IPC) | >= 5 | {gpu} |"
+            )
+        e2e = ipc["ant_ppo_env_steps_per_s"]
+        out.append(
+            f"| Ant PPO env steps/s, 3 MPS GMIs | ipc {max(e2e['ipc']):,.0f} "
+            f"| host-staged {max(e2e['shm']):,.0f} "
+            f"| **{ipc['ant_ppo_ipc_over_host_staged']:.2f}** (medians) | | {gpu} |"
+        )
+    parity = _load("learning_parity")
+    if parity:
+        cores = parity["machine"]["cores"]
+        n = len({r["seed"] for r in parity["rows"]})
+        for score, label in (("meter", "reward meter at the end"), ("play", "played return")):
+            s = parity["summary"][score]
+            out.append(
+                f"| Ant, 3 GMIs vs 1 at {parity['samples_per_run']:,} samples, {label} "
+                f"({n} seeds) | {s['three_gmis_mean']:.0f} +- {s['three_gmis_std']:.0f} "
+                f"| 1 GMI {s['one_gmi_mean']:.0f} +- {s['one_gmi_std']:.0f} "
+                f"| **{s['three_over_one']:.2f}** | as well, within seed noise "
+                f"| {cores}-core CPU |"
+            )
     curves = _load("learning_curves")
     if curves:
         c, a = curves["cartpole"], curves["ant"]

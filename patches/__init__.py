@@ -10,12 +10,15 @@ Per agent, by the GMI PPO agent (``runners/ppo_agent.py``) when GMIs are active:
   union batch of all GMIs, so they agree bit for bit.
 - :mod:`.central_value_reduction`: the central value net's gradients go through the GMI reducer
   before its clipping and optimizer step.
+- :mod:`.synced_advantages`: advantages are standardised with the union rollout's mean and
+  standard deviation instead of each GMI's own.
 
-The agent itself overrides two rl-games methods rather than patching them:
+The agent itself overrides three rl-games methods rather than patching them:
 ``trancate_gradients_and_step`` (gradients reduced by the layout's strategy, then rl-games'
-clipping and step) and ``train_epoch`` (fault injection, replica fingerprint checks, merged
-episode statistics); its scheduler is wrapped so adaptive learning rates follow the KL averaged
-over GMIs. It never sets rl-games' ``multi_gpu``.
+clipping and step), ``prepare_dataset`` (through :mod:`.synced_advantages`) and ``train_epoch``
+(fault injection, replica fingerprint checks, merged episode statistics); its scheduler is
+wrapped so adaptive learning rates follow the KL averaged over GMIs. It never sets rl-games'
+``multi_gpu``.
 """
 
 from . import atomic_checkpoint

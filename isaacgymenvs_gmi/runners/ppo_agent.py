@@ -19,6 +19,7 @@ from isaacgymenvs_gmi.gmi.sync import GmiSync
 from isaacgymenvs_gmi.gmi.telemetry import say
 from isaacgymenvs_gmi.gmi.worker import inject_fault
 from isaacgymenvs_gmi.patches.central_value_reduction import reduce_critic_gradients
+from isaacgymenvs_gmi.patches.synced_advantages import covered, synced_prepare_dataset
 from isaacgymenvs_gmi.patches.synced_normalizers import sync_normalizers
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ class GmiPpoAgent(A2CAgent):
             ("game_lengths", 1),
         ):
             setattr(self, name, torch_ext.AverageMeter(size, per_gmi).to(self.ppo_device))
+        if covered(self):
+            swapped.append("advantages")
         if sync.rank == 0 and swapped:
             say(f"normaliser statistics synchronised across GMIs: {', '.join(swapped)}")
         worlds = getattr(getattr(self.vec_env.env, "backend", None), "worlds", None)
@@ -76,6 +79,14 @@ class GmiPpoAgent(A2CAgent):
     def replicas(self) -> list:
         """The modules every GMI must hold identically."""
         return [self.model, *([self.central_value_net] if self.has_central_value else [])]
+
+    def prepare_dataset(self, batch_dict):
+        synced_prepare_dataset(
+            self,
+            batch_dict,
+            super().prepare_dataset,
+            lambda moments: self.sync.all_gather_vector(moments, "advantage statistics"),
+        )
 
     def trancate_gradients_and_step(self):
         self.sync.average_gradients(self.model.parameters())

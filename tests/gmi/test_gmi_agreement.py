@@ -35,7 +35,10 @@ def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value
     assert len({prints for _, prints in checks.values()}) == 4  # the weights did move
     # actor and critic: two modules, two 64-bit words each
     assert all(len(prints.split()) == 4 for _, prints in checks.values())
-    synced = "normaliser statistics synchronised across GMIs: observations, critic states, values"
+    synced = (
+        "normaliser statistics synchronised across GMIs: "
+        "observations, critic states, values, advantages"
+    )
     assert synced in proc.stdout
     rows = progress(proc.stdout)
     assert len(rows) == 21 and rows[-1][2] > rows[0][2]  # and it learns

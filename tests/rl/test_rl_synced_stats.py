@@ -153,3 +153,35 @@ def test_critic_gradients_are_reduced_before_clipping(truncate):
         reduced = [g * min(1.0, 0.5 / (total.item() + 1e-6)) for g in reduced]
     for b, p, g in zip(before, net.parameters(), reduced, strict=True):
         torch.testing.assert_close(b - p.detach(), g, rtol=1e-5, atol=1e-6)
+
+
+def test_advantages_are_standardised_over_the_union_batch():
+    """Each GMI standardises its shard with the union's moments: the concatenation of the
+    shards equals rl-games' standardisation of the concatenated rollout."""
+    from isaacgymenvs_gmi.patches.synced_advantages import normalize_over_union
+
+    g = torch.Generator().manual_seed(3)
+    shards = [torch.randn(n, generator=g) * (1 + i) + 2 * i for i, n in enumerate((96, 96, 96))]
+    rows = torch.stack(
+        [
+            torch.stack([torch.tensor(float(s.numel())), s.mean(), s.var(unbiased=False)])
+            for s in shards
+        ]
+    ).double()
+    union = torch.cat(shards)
+    expected = (union - union.mean()) / (union.std() + 1e-8)  # rl-games, one process
+    out = [s.clone() for s in shards]
+    for s in out:
+        normalize_over_union(s, lambda mine: rows)  # every GMI receives the same gathered rows
+    assert torch.allclose(torch.cat(out), expected, atol=1e-6)
+    alone = [(s - s.mean()) / (s.std() + 1e-8) for s in shards]  # per-GMI, rl-games multi-GPU
+    assert not torch.allclose(torch.cat(alone), expected, atol=1e-3)
+
+
+def test_one_gmi_standardises_advantages_as_rl_games():
+    from isaacgymenvs_gmi.patches.synced_advantages import normalize_over_union
+
+    a = torch.randn(500, generator=torch.Generator().manual_seed(4)) * 3 + 1
+    out = a.clone()
+    normalize_over_union(out, lambda mine: mine.reshape(1, -1))
+    assert torch.allclose(out, (a - a.mean()) / (a.std() + 1e-8), atol=1e-6)
