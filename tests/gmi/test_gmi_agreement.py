@@ -70,9 +70,10 @@ def _ant(per_gpu: int, tmp_path) -> float:
 
 @pytest.mark.slow
 def test_three_gmis_learn_ant_as_well_as_one_at_equal_samples(tmp_path):
-    """Budget: about 2 minutes on 2 cores. Measured at this budget (seeds 42 and 7, rl-games'
-    reward meter): one GMI 290 and 332, three GMIs 240 and 258. The bar, 0.65x one GMI, allows
-    that spread and is far above an Ant that does not learn (about 10 here)."""
+    """Budget: about 2 minutes on 2 cores. Over 5 seeds at this budget (bench/learning_parity.py,
+    rl-games' reward meter at epoch 60) one GMI scored 242-332 and three GMIs 279-293, per-seed
+    ratios 0.84-1.21; with this run's seed, 290 and 284. The bar, 0.8x one GMI, allows that seed
+    spread and is far above an Ant that does not learn (about 10 here)."""
     one, three = _ant(1, tmp_path), _ant(3, tmp_path)
     assert one > 150, one
-    assert three >= 0.65 * one, (three, one)
+    assert three >= 0.8 * one, (three, one)
