@@ -117,7 +117,7 @@ class TunedReduction(Reducer):
 
     strategy = "auto"
 
-    def __init__(self, layout, comm, prior: Strategy, rounds: int = 5, on_choice=None):
+    def __init__(self, layout, comm, prior: Strategy, rounds: int = 10, on_choice=None):
         super().__init__(layout, comm)
         self.prior, self.rounds, self.on_choice = prior, rounds, on_choice
         valid = ["mpr", "har", *(["mrr"] if mrr_valid(layout.mpl()) else [])]
