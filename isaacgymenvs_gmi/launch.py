@@ -19,6 +19,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from isaacgymenvs_gmi.comm.selector import mrr_valid
+from isaacgymenvs_gmi.comm.transport import ipc_possible
 from isaacgymenvs_gmi.config import (
     ConfigError,
     GmiConfig,
@@ -98,7 +99,7 @@ def plan_run(
             f"needs as many GMIs on every GPU and no more than GPUs; MPL="
             f"{layout.mpl()} (use auto, mpr or har)",
         )
-    if gmi.intra_device == "ipc" and not (cuda and node.backend in ("mps", "direct")):
+    if gmi.intra_device == "ipc" and not ipc_possible(cuda, node.backend):
         raise ConfigError(
             "gmi.intra_device",
             "ipc",

@@ -45,19 +45,26 @@ class TransportChoice:
         return text
 
 
-def intra_device_transport(requested: str, device: torch.device, ipc_possible: bool) -> str:
-    """The transport ``gmi.intra_device=requested`` resolves to before any measurement
-    ("auto" stays "auto" only where it must be measured: GMIs sharing one GPU)."""
+def ipc_possible(on_gpu: bool, backend: str) -> bool:
+    """Whether the GMIs of a GPU can open each other's device memory: processes on one GPU
+    under MPS or plain time-sharing, not MIG instances (separate memory partitions)."""
+    return on_gpu and backend in ("mps", "direct")
+
+
+def intra_device_transport(requested: str, ipc: bool) -> str:
+    """The transport ``gmi.intra_device=requested`` resolves to before any measurement, where
+    ``ipc`` says whether CUDA IPC is possible ("auto" stays "auto" only where it must be
+    measured: GMIs sharing one GPU)."""
     if requested == "shm" and not shm_supported():
         raise RuntimeError("gmi.intra_device=shm needs an x86-64 host; use auto or gloo")
-    if requested == "ipc" and not (device.type == "cuda" and ipc_possible):
+    if requested == "ipc" and not ipc:
         raise RuntimeError(
             "gmi.intra_device=ipc needs GMIs that share one GPU's memory (MPS or direct "
             "sharing, not MIG, not CPU devices); use auto, shm or gloo"
         )
     if requested != "auto":
         return requested
-    if device.type == "cuda" and ipc_possible:
+    if ipc:
         return "auto"
     return "shm" if shm_supported() else "gloo"
 
@@ -77,7 +84,7 @@ def build_collectives(
     memory nor, reliably, run NCCL, so under MIG everything is host-staged."""
     device = torch.device(device)
     on_gpu = device.type == "cuda"
-    ipc_possible = on_gpu and backend in ("mps", "direct")
+    ipc = ipc_possible(on_gpu, backend)
     groups = groups_for(layout)
     mpl = layout.mpl()
     where = {gmi: d for d, row in enumerate(mpl) for gmi in row}
@@ -96,7 +103,7 @@ def build_collectives(
     device_group = tuple(mpl[where[rank]])
     choice = TransportChoice(intra="none", across=across)
     if len(device_group) > 1:
-        transport = intra_device_transport(intra_device, device, ipc_possible)
+        transport = intra_device_transport(intra_device, ipc)
         key = f"gmi/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/device{where[rank]}"
         local, intra, measured = _intra(
             transport, rank, device_group, store, key, timeout_s, device

@@ -12,7 +12,12 @@ import torch
 
 from isaacgymenvs_gmi.comm.reduction import make_reducer
 from isaacgymenvs_gmi.gmi.layout import GmiLayout
-from tests.comm.test_comm_reduction import _free_port, shard_gradient, strategies, union_gradient
+from tests.comm.test_comm_reduction import (
+    run_gmi_processes,
+    shard_gradient,
+    strategies,
+    union_gradient,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -48,21 +53,8 @@ def _own_gpu(layout: GmiLayout, rank: int) -> int:
 
 
 def _run(g: int, t: int, intra: str, gpu_of) -> list[tuple]:
-    import torch.multiprocessing as mp
-
-    layout = GmiLayout(1, g, t)
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    procs = mp.start_processes(
-        _gmi_on_gpu,
-        args=(g, t, _free_port(), intra, gpu_of, results),
-        nprocs=layout.world_size,
-        join=False,
-        start_method="spawn",
-    )
-    got = [results.get(timeout=180) for _ in range(layout.world_size * len(strategies(layout)))]
-    procs.join(timeout=120)
-    expected = union_gradient(layout.world_size)
+    got = run_gmi_processes(_gmi_on_gpu, g, t, intra, gpu_of, timeout=180)
+    expected = union_gradient(g * t)
     for strategy, rank, flat, _ in got:
         # float32 on the GPU: the union gradient within float32 rounding
         assert ((flat - expected).abs().max() / expected.abs().max()) < 1e-5, (strategy, rank)

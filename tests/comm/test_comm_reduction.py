@@ -125,23 +125,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("intra", ["gloo", "shm"])
-@pytest.mark.parametrize("g,t", LAYOUTS)
-def test_real_gloo_processes(g, t, intra):
+def run_gmi_processes(target, g: int, t: int, *args, timeout: float = 120) -> list[tuple]:
+    """Spawn the ``g x t`` GMIs of a layout as real processes, each running ``target(rank, g,
+    t, port, *args, results)`` and putting one tuple per strategy; returns them all."""
     import torch.multiprocessing as mp
 
     layout = GmiLayout(1, g, t)
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    ctx_procs = mp.start_processes(
-        _gmi_process,
-        args=(g, t, _free_port(), intra, results),
+    results = mp.get_context("spawn").Queue()
+    procs = mp.start_processes(
+        target,
+        args=(g, t, _free_port(), *args, results),
         nprocs=layout.world_size,
         join=False,
         start_method="spawn",
     )
-    got = [results.get(timeout=120) for _ in range(layout.world_size * len(strategies(layout)))]
-    ctx_procs.join(timeout=120)
+    expected = layout.world_size * len(strategies(layout))
+    got = [results.get(timeout=timeout) for _ in range(expected)]
+    procs.join(timeout=120)
+    return got
+
+
+@pytest.mark.parametrize("intra", ["gloo", "shm"])
+@pytest.mark.parametrize("g,t", LAYOUTS)
+def test_real_gloo_processes(g, t, intra):
+    layout = GmiLayout(1, g, t)
+    got = run_gmi_processes(_gmi_process, g, t, intra)
     expected = union_gradient(layout.world_size)
     for strategy, rank, flat in got:
         assert close(flat, expected), (strategy, rank)
