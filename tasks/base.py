@@ -16,6 +16,8 @@ import jax
 import mujoco
 import numpy as np
 
+from .kinematics import KinematicTree
+
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 
 
@@ -44,6 +46,14 @@ class ModelInfo:
     joint_limited: np.ndarray  # (njnt,) bool
     qpos0: np.ndarray  # (nq,) reference configuration
     actuator_action: np.ndarray  # (nu,) index of the action that drives each actuator
+    actuator_gear: np.ndarray  # (nu,) first gear component of every actuator, in file order
+    act_qpos_index: np.ndarray  # (na,) qpos address of the joint of every stateful actuator
+    sensors: dict[str, slice]  # sensor name -> its columns in sensordata
+    tree: KinematicTree  # body tree, for frames computed from qpos
+
+    def sensor(self, sensordata: jax.Array, name: str) -> jax.Array:
+        """Columns of sensor ``name`` in ``sensordata`` (N, nsensordata) -> (N, dim)."""
+        return sensordata[:, self.sensors[name]]
 
     @classmethod
     def from_model(cls, model: mujoco.MjModel) -> ModelInfo:
@@ -56,7 +66,45 @@ class ModelInfo:
             joint_limited=np.array(model.jnt_limited, dtype=bool),
             qpos0=np.array(model.qpos0, dtype=np.float64),
             actuator_action=actuator_action_index(model),
+            actuator_gear=np.array(model.actuator_gear[:, 0], dtype=np.float64),
+            act_qpos_index=stateful_actuator_qpos(model),
+            sensors=sensor_slices(model),
+            tree=KinematicTree.from_model(model),
         )
+
+
+def sensor_slices(model: mujoco.MjModel) -> dict[str, slice]:
+    """Named sensors -> their columns in ``sensordata`` (unnamed sensors are left out)."""
+    out = {}
+    for i in range(model.nsensor):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SENSOR, i)
+        if name:
+            adr = int(model.sensor_adr[i])
+            out[name] = slice(adr, adr + int(model.sensor_dim[i]))
+    return out
+
+
+def stateful_actuator_qpos(model: mujoco.MjModel) -> np.ndarray:
+    """(na,) qpos address of the joint behind each actuator activation.
+
+    The only stateful actuator we support is an integrating one on a joint (MJCF
+    ``intvelocity``): its activation is a position target, and a fresh episode starts with the
+    target at the joint's reset position. Anything else is refused when the model loads.
+    """
+    index = np.zeros(model.na, dtype=np.int64)
+    for k in range(model.nu):
+        adr, num = int(model.actuator_actadr[k]), int(model.actuator_actnum[k])
+        if num == 0:
+            continue
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, k) or f"#{k}"
+        integrator = model.actuator_dyntype[k] == mujoco.mjtDyn.mjDYN_INTEGRATOR
+        on_joint = model.actuator_trntype[k] == mujoco.mjtTrn.mjTRN_JOINT
+        if not (integrator and on_joint and num == 1):
+            raise ValueError(
+                f"actuator {name!r}: stateful actuators must integrate on a joint (intvelocity)"
+            )
+        index[adr] = model.jnt_qposadr[model.actuator_trnid[k, 0]]
+    return index
 
 
 def actuator_action_index(model: mujoco.MjModel) -> np.ndarray:
@@ -101,6 +149,12 @@ class TaskLogic(abc.ABC):
     @abc.abstractmethod
     def action_scale(self) -> np.ndarray:
         """(num_actions,) factors mapping clipped actions to MuJoCo ``ctrl`` (dof order)."""
+
+    def action_offset(self) -> np.ndarray:
+        """(num_actions,) ``ctrl = action * action_scale + action_offset`` (dof order).
+
+        Zero for torque control; a position-target task puts its default pose here."""
+        return np.zeros(self.num_actions)
 
     @abc.abstractmethod
     def initial_carry(self, num_envs: int) -> Any:

@@ -26,3 +26,29 @@ def euler_xyz(q):
     yaw = jnp.arctan2(2.0 * (w * z + x * y), w * w + x * x - y * y - z * z)
     two_pi = 2.0 * jnp.pi
     return roll % two_pi, pitch % two_pi, yaw % two_pi
+
+
+def multiply(a, b):
+    """Hamilton products a * b of quaternions (..., 4)."""
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def conjugate(q):
+    """Inverse rotations of unit quaternions q (..., 4)."""
+    return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
+
+
+def from_axis_angle(axis, angle):
+    """Quaternions (..., 4) rotating by ``angle`` (...) about unit ``axis`` (3,) or (..., 3)."""
+    half = 0.5 * angle
+    return jnp.concatenate([jnp.cos(half)[..., None], jnp.sin(half)[..., None] * axis], axis=-1)

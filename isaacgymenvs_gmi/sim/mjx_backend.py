@@ -58,27 +58,32 @@ class MjxBackend(PhysicsBackend):
         mx = self._mx
         index = jnp.asarray(logic.ctrl_index)
         scale = jnp.asarray(logic.ctrl_scale, jnp.float32)
+        offset = jnp.asarray(logic.ctrl_offset, jnp.float32)
+        act_index = jnp.asarray(logic.act_qpos_index)
+
+        def load(data, mask, qpos, qvel):
+            return _load(data, mask, qpos, qvel, act_index)
         batched_step = jax.vmap(mjx.step, in_axes=(None, 0))
 
         def fused_step(data, bufs: EnvBuffers, actions: jax.Array):
             clipped = logic.clip(actions)
-            data = data.replace(ctrl=clipped[:, index] * scale)
+            data = data.replace(ctrl=clipped[:, index] * scale + offset)
             data = jax.lax.fori_loop(0, nstep, lambda _, d: batched_step(mx, d), data)
             frame = PhysicsFrame(data.qpos, data.qvel, data.sensordata)
             out, bufs, reset = logic.finish_step(frame, clipped, bufs)
-            data = _load(data, out.reset, reset.qpos, reset.qvel)
+            data = load(data, out.reset, reset.qpos, reset.qvel)
             return data, bufs, logic.pack(out)
 
         def start(data, key):
             bufs, reset, obs = logic.start(key)
             everyone = jnp.ones((n,), bool)
-            return _load(data, everyone, reset.qpos, reset.qvel), bufs, obs
+            return load(data, everyone, reset.qpos, reset.qvel), bufs, obs
 
         self._fused_step = jax.jit(fused_step, donate_argnums=(0, 1))
         self._refill = jax.jit(logic.refill, donate_argnums=(0,))
 
         self._start = jax.jit(start, donate_argnums=(0,))
-        self._load = jax.jit(_load, donate_argnums=(0,))
+        self._load = jax.jit(load, donate_argnums=(0,))
 
     def reset(self) -> jax.Array:
         key = jax.device_put(jax.random.PRNGKey(self._seed), self.device)
@@ -111,12 +116,14 @@ class MjxBackend(PhysicsBackend):
         self._data = None
 
 
-def _load(data, mask: jax.Array, qpos: jax.Array, qvel: jax.Array):
-    """Worlds where ``mask`` (N,) is true restart from (qpos (N, nq), qvel (N, nv)) at rest."""
+def _load(data, mask: jax.Array, qpos: jax.Array, qvel: jax.Array, act_index: jax.Array):
+    """Worlds where ``mask`` (N,) is true restart from (qpos (N, nq), qvel (N, nv)) at rest;
+    actuator activations (na,) restart at ``qpos[:, act_index]``."""
     m = mask[:, None]
     return data.replace(
         qpos=jnp.where(m, qpos, data.qpos),
         qvel=jnp.where(m, qvel, data.qvel),
+        act=jnp.where(m, qpos[:, act_index], data.act) if act_index.size else data.act,
         qacc_warmstart=jnp.where(m, 0.0, data.qacc_warmstart),
         time=jnp.where(mask, 0.0, data.time),
     )

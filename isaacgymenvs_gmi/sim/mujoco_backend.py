@@ -44,6 +44,8 @@ class WorldBatch:
         self._models = [model] * num_envs  # the fast path takes one model per world
         self.qpos_slice = slice(1, 1 + model.nq)
         self.qvel_slice = slice(1 + model.nq, 1 + model.nq + model.nv)
+        self.act_slice = slice(self.qvel_slice.stop, self.qvel_slice.stop + model.na)
+        self.act_qpos_index = np.zeros(0, dtype=np.int64)  # see :meth:`load`
 
     @property
     def qpos(self) -> np.ndarray:
@@ -62,9 +64,13 @@ class WorldBatch:
     def sensordata(self) -> np.ndarray:
         return self._out_sensor[:, -1]
 
-    def step(self, ctrl: np.ndarray, scale: np.ndarray | float = 1.0) -> None:
-        """Advance every world by ``nstep`` steps holding ``ctrl * scale`` (N, nu) fixed."""
+    def step(
+        self, ctrl: np.ndarray, scale: np.ndarray | float = 1.0, offset: np.ndarray | None = None
+    ) -> None:
+        """Advance every world by ``nstep`` steps holding ``ctrl * scale + offset`` (N, nu)."""
         np.multiply(ctrl, scale, out=self._ctrl[:, 0, :])
+        if offset is not None:
+            self._ctrl[:, 0, :] += offset
         if self.nstep > 1:
             self._ctrl[:, 1:, :] = self._ctrl[:, :1, :]
         self._rollout.rollout(
@@ -81,11 +87,16 @@ class WorldBatch:
         self.state[:] = self._out_state[:, -1]
 
     def load(self, mask: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """Set qpos/qvel (rows of (N, nq)/(N, nv)) of the worlds where ``mask`` (N,) is true."""
+        """Set qpos/qvel (rows of (N, nq)/(N, nv)) of the worlds where ``mask`` (N,) is true.
+
+        Actuator activations (intvelocity position targets) restart at their joints' new
+        positions, ``qpos[:, act_qpos_index]``."""
         rows = np.flatnonzero(mask)
         if rows.size:
             self.state[rows, self.qpos_slice] = qpos[rows]
             self.state[rows, self.qvel_slice] = qvel[rows]
+            if self.act_qpos_index.size:
+                self.state[rows, self.act_slice] = qpos[rows][:, self.act_qpos_index]
             self.state[rows, 0] = 0.0
 
     def close(self) -> None:
@@ -102,6 +113,8 @@ class MujocoBackend(PhysicsBackend):
     ):
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
+        self.worlds.act_qpos_index = logic.act_qpos_index
+        self._ctrl_offset = logic.ctrl_offset if logic.ctrl_offset.any() else None
         # One float32 host buffer [qpos | qvel | sensordata | actions] per step: one copy to JAX.
         nq, nv, ns = model.nq, model.nv, model.nsensordata
         width = nq + nv + ns + logic.task.num_actions
@@ -142,7 +155,8 @@ class MujocoBackend(PhysicsBackend):
         _, b, c = self._cuts
         clipped = host[:, c:]
         np.clip(actions, -logic.clip_actions, logic.clip_actions, out=clipped)
-        w.step(clipped if self._ctrl_identity else clipped[:, logic.ctrl_index], logic.ctrl_scale)
+        ctrl = clipped if self._ctrl_identity else clipped[:, logic.ctrl_index]
+        w.step(ctrl, logic.ctrl_scale, self._ctrl_offset)
         host[:, :b], host[:, b:c] = w.qpos_qvel, w.sensordata
         packed, self._bufs = self._finish(host, self._bufs)  # numpy in: no Python-side staging
         view = np.asarray(packed)  # zero-copy host view
