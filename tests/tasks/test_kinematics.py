@@ -104,5 +104,7 @@ def test_quaternion_helpers_agree_with_mujoco():
     mujoco.mju_axisAngle2Quat(turn, axis, 0.7)
     np.testing.assert_allclose(rotations.from_axis_angle(jnp.asarray(axis), 0.7), turn, atol=1e-6)
     v = rng.normal(size=3)
-    back = rotations.rotate(rotations.conjugate(jnp.asarray(a)), rotations.rotate(jnp.asarray(a), v))
+    back = rotations.rotate(
+        rotations.conjugate(jnp.asarray(a)), rotations.rotate(jnp.asarray(a), v)
+    )
     np.testing.assert_allclose(back, v, atol=1e-5)
