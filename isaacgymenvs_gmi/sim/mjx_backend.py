@@ -63,6 +63,7 @@ class MjxBackend(PhysicsBackend):
 
         def load(data, mask, qpos, qvel):
             return _load(data, mask, qpos, qvel, act_index)
+
         batched_step = jax.vmap(mjx.step, in_axes=(None, 0))
 
         def fused_step(data, bufs: EnvBuffers, actions: jax.Array):

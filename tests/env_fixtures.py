@@ -1,4 +1,4 @@
-"""Shared helpers for the simulation tests: plain task configs and a session-wide env cache.
+"""Shared helpers for tests that build envs: plain task configs and a session-wide env cache.
 
 MJX compiles its fused step once per env (10-20 s on a small CPU), so envs are built once per
 session and shared between test files; a test that needs a clean episode calls ``restart``.
@@ -17,7 +17,7 @@ import yaml
 
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
 
-CFG_DIR = Path(__file__).resolve().parents[2] / "cfg" / "task"
+CFG_DIR = Path(__file__).resolve().parents[1] / "cfg" / "task"
 NUM_ENVS = 4
 
 
