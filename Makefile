@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python bench/env_throughput.py
 	$(BIN)/python bench/ppo_overhead.py
 	$(BIN)/python bench/learning_curves.py
+	$(BIN)/python bench/task_learning.py
 	$(BIN)/python bench/gmi_scaling.py
 	$(BIN)/python bench/reduction_latency.py
 	$(BIN)/python bench/learning_parity.py

@@ -76,3 +76,21 @@ def write_result(name: str, payload: dict[str, Any]) -> Path:
 
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
+
+
+def plot_reward_curves(panels: dict[str, list], path: Path, subtitle: str) -> None:
+    """One panel per run: mean episode reward against wall time, from ``RunResult.history``
+    rows (frames, wall time s, mean reward); saved as a PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+    for ax, (name, history) in zip(axes[0], panels.items(), strict=True):
+        ax.plot([t for _, t, _ in history], [r for _, _, r in history])
+        ax.set(title=f"{name} ({subtitle})", xlabel="wall time [s]", ylabel="mean episode reward")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path.relative_to(ROOT)}")

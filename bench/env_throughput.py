@@ -1,4 +1,4 @@
-"""Ant env steps/s through our VecTask on the `mujoco` backend vs bare MuJoCo stepping.
+"""Env steps/s of every task through our VecTask on the `mujoco` backend vs bare MuJoCo stepping.
 
 Baseline: ``mujoco.rollout`` on the same compiled model with the same worker threads, physics
 steps per env step and world count, state fed back each call: physics and nothing else. Ours:
@@ -6,10 +6,10 @@ steps per env step and world count, state fed back each call: physics and nothin
 JAX, episode bookkeeping, DLPack). Both do exactly the same physics: before each of our steps the
 baseline steps a copy of our worlds' state with the same controls (contact counts drive MuJoCo's
 cost, so the state mix matters). The two alternate which goes first, step by step, so machine
-noise hits both; the ratio of the summed times is reported (target >= 0.90).
-With a GPU, also MJX env steps/s at 4096, 8192 and 16384 envs.
+noise hits both; the ratio of the summed times is reported per task (target >= 0.90).
+With a GPU, also MJX env steps/s per task at 4096, 8192 and 16384 envs.
 
-    python bench/env_throughput.py [--envs 1024] [--rounds 7] [--steps 40]
+    python bench/env_throughput.py [--tasks Ant Humanoid ...] [--envs 1024] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
 from isaacgymenvs_gmi.tasks import get_task_class
 
+TASKS = ("Ant", "Humanoid", "Anymal", "BallBalance", "FrankaCabinet", "ShadowHand")
 
-def task_config(num_envs: int) -> dict:
-    cfg = compose("task=Ant", f"num_envs={num_envs}")
+
+def task_config(task: str, num_envs: int) -> dict:
+    cfg = compose(f"task={task}", f"num_envs={num_envs}")
     return OmegaConf.to_container(cfg.task, resolve=True)
 
 
@@ -38,7 +40,7 @@ class BareStepping:
     """MuJoCo's batched stepping of N worlds, nothing else."""
 
     def __init__(self, task_cfg: dict, num_envs: int, threads: int):
-        self.model, timing = compile_task_model(get_task_class("Ant"), task_cfg)
+        self.model, timing = compile_task_model(get_task_class(task_cfg["name"]), task_cfg)
         m = self.model
         self.nstep = timing.nstep
         self.pool = rollout.Rollout(nthread=threads if threads > 1 else None)
@@ -65,18 +67,19 @@ class BareStepping:
         self.state[:] = self.out[:, -1]
 
 
-def cpu_ratio(num_envs: int, rounds: int, steps: int) -> dict:
+def cpu_ratio(task: str, num_envs: int, rounds: int, steps: int) -> dict:
     threads = available_cores()
-    cfg = task_config(num_envs)
+    cfg = task_config(task, num_envs)
     env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend="mujoco", num_threads=threads))
     worlds, logic = env.backend.worlds, env.backend.logic
     bare = BareStepping(cfg, num_envs, threads)
     gen = torch.Generator().manual_seed(0)
     ours_s = bare_s = 0.0
     for i in range(rounds * steps + 10):  # the first 10 steps warm up JIT, pools, caches
-        actions = torch.rand((num_envs, 8), generator=gen) * 2 - 1
+        actions = torch.rand((num_envs, env.num_actions), generator=gen) * 2 - 1
         bare.state[:] = worlds.state
-        bare.ctrl[:] = (actions.numpy()[:, logic.ctrl_index] * logic.ctrl_scale)[:, None, :]
+        ctrl = actions.numpy()[:, logic.ctrl_index] * logic.ctrl_scale + logic.ctrl_offset
+        bare.ctrl[:] = ctrl[:, None, :]
         t0 = time.perf_counter()
         if i % 2:
             env.step(actions)
@@ -113,11 +116,12 @@ def timed(fn, steps: int) -> float:
     return time.perf_counter() - start
 
 
-def gpu_mjx(sizes=(4096, 8192, 16384), steps: int = 50) -> list[dict]:
+def gpu_mjx(task: str, sizes=(4096, 8192, 16384), steps: int = 50) -> list[dict]:
     out = []
     for n in sizes:
-        env = VecTask(task_config(n), "cuda:0", "cuda:0", physics=PhysicsOptions(backend="mjx"))
-        actions = torch.zeros((n, 8), device="cuda:0")
+        cfg = task_config(task, n)
+        env = VecTask(cfg, "cuda:0", "cuda:0", physics=PhysicsOptions(backend="mjx"))
+        actions = torch.zeros((n, env.num_actions), device="cuda:0")
         timed(lambda env=env, a=actions: env.step(a), 3)
         torch.cuda.synchronize()
         elapsed = timed(lambda env=env, a=actions: env.step(a), steps)
@@ -129,23 +133,28 @@ def gpu_mjx(sizes=(4096, 8192, 16384), steps: int = 50) -> list[dict]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     p.add_argument("--envs", type=int, default=1024)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--steps", type=int, default=40)
     args = p.parse_args()
-    result = {"cpu_mujoco": cpu_ratio(args.envs, args.rounds, args.steps)}
-    r = result["cpu_mujoco"]
-    print(
-        f"Ant, {r['num_envs']} envs, {r['threads']} threads: ours {r['ours_env_steps_per_s']:,.0f} "
-        f"env steps/s, bare MuJoCo {r['bare_env_steps_per_s']:,.0f}; ratio {r['ratio']:.3f} "
-        f"(target >= 0.90)"
-    )
-    if torch.cuda.is_available():
-        result["gpu_mjx"] = gpu_mjx()
-        for row in result["gpu_mjx"]:
-            print(f"MJX Ant {row['num_envs']} envs: {row['env_steps_per_s']:,.0f} env steps/s")
-    else:
-        result["gpu_mjx"] = "not measured: no GPU on this machine"
+    cpu, gpu = {}, {}
+    for task in args.tasks:
+        r = cpu[task] = cpu_ratio(task, args.envs, args.rounds, args.steps)
+        print(
+            f"{task}, {r['num_envs']} envs, {r['threads']} threads: ours "
+            f"{r['ours_env_steps_per_s']:,.0f} env steps/s, bare MuJoCo "
+            f"{r['bare_env_steps_per_s']:,.0f}; ratio {r['ratio']:.3f} (target >= 0.90)"
+        )
+        if torch.cuda.is_available():
+            gpu[task] = gpu_mjx(task)
+            for row in gpu[task]:
+                rate = row["env_steps_per_s"]
+                print(f"MJX {task} {row['num_envs']} envs: {rate:,.0f} env steps/s")
+    result = {
+        "cpu_mujoco": cpu,
+        "gpu_mjx": gpu if gpu else "not measured: no GPU on this machine",
+    }
     write_result("env_throughput", result)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-from common import RESULTS, compose, write_result
+from common import RESULTS, compose, plot_reward_curves, write_result
 
 from isaacgymenvs_gmi.launch import plan_run, run
 
@@ -52,23 +52,8 @@ def main() -> None:
         f"Ant reward {ant.history[0][2]:.1f} -> {ant.mean_reward:.1f} in {ant.history[-1][1]:.0f} s"
     )
     write_result("learning_curves", payload)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, (name, res) in zip(axes, (("Cartpole", cart), ("Ant", ant)), strict=True):
-        ax.plot([t for _, t, _ in res.history], [r for _, _, r in res.history])
-        ax.set(
-            title=f"{name} (mujoco backend, CPU)",
-            xlabel="wall time [s]",
-            ylabel="mean episode reward",
-        )
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(RESULTS / "reward_vs_time.png", dpi=110)
-    print(f"wrote {RESULTS / 'reward_vs_time.png'}")
+    panels = {"Cartpole": cart.history, "Ant": ant.history}
+    plot_reward_curves(panels, RESULTS / "reward_vs_time.png", "mujoco backend, CPU")
 
 
 if __name__ == "__main__":

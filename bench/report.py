@@ -26,19 +26,21 @@ def rows() -> list[str]:
     ]
     env = _load("env_throughput")
     if env:
-        r, m = env["cpu_mujoco"], env["machine"]
-        out.append(
-            f"| Ant env steps/s, `mujoco` backend, {r['num_envs']} envs, {r['threads']} threads "
-            f"| {r['ours_env_steps_per_s']:,.0f} "
-            f"| bare MuJoCo stepping {r['bare_env_steps_per_s']:,.0f} "
-            f"| **{r['ratio']:.3f}** | >= 0.90 | {m['cores']}-core CPU |"
-        )
-        if isinstance(env.get("gpu_mjx"), list):
-            for g in env["gpu_mjx"]:
-                out.append(
-                    f"| Ant env steps/s, `mjx`, {g['num_envs']} envs | "
-                    f"{g['env_steps_per_s']:,.0f} | | | | {m.get('gpu')} |"
-                )
+        m = env["machine"]
+        for task, r in env["cpu_mujoco"].items():
+            out.append(
+                f"| {task} env steps/s, `mujoco` backend, {r['num_envs']} envs, "
+                f"{r['threads']} threads | {r['ours_env_steps_per_s']:,.0f} "
+                f"| bare MuJoCo stepping {r['bare_env_steps_per_s']:,.0f} "
+                f"| **{r['ratio']:.3f}** | >= 0.90 | {m['cores']}-core CPU |"
+            )
+        if isinstance(env.get("gpu_mjx"), dict):
+            for task, rows in env["gpu_mjx"].items():
+                for g in rows:
+                    out.append(
+                        f"| {task} env steps/s, `mjx`, {g['num_envs']} envs | "
+                        f"{g['env_steps_per_s']:,.0f} | | | | {m.get('gpu')} |"
+                    )
     ppo = _load("ppo_overhead")
     if ppo:
         s = ppo["samples_env_steps_per_s"]
@@ -114,6 +116,14 @@ def rows() -> list[str]:
             f"{a['curve'][0][2]:.1f} -> {a['final_reward']:.1f} in {a['curve'][-1][1]:.0f} s "
             f"| | | rising | {curves['machine']['cores']}-core CPU |"
         )
+    tasks = _load("task_learning")
+    for task, t in (tasks or {}).items():
+        if isinstance(t, dict) and "curve" in t:
+            out.append(
+                f"| {task} mean episode reward, {t['epochs']} epochs on CPU | "
+                f"{t['first_reward']:.1f} -> {t['final_reward']:.1f} in {t['wall_s']:.0f} s "
+                f"| | | rising | {tasks['machine']['cores']}-core CPU |"
+            )
     return out
 
 
