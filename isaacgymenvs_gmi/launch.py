@@ -33,6 +33,7 @@ from isaacgymenvs_gmi.gmi.inventory import Inventory, detect_inventory
 from isaacgymenvs_gmi.gmi.layout import GmiLayout
 from isaacgymenvs_gmi.plan import RunPlan
 from isaacgymenvs_gmi.tasks import UnknownTaskError, get_task_class
+from isaacgymenvs_gmi.tasks.base import TaskConfigError
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +74,13 @@ def plan_run(
 ) -> RunPlan:
     """Validate ``cfg`` into a :class:`RunPlan` (raises :class:`ConfigError`)."""
     try:
-        get_task_class(cfg.task_name)
+        task_cls = get_task_class(cfg.task_name)
     except UnknownTaskError as e:
         raise ConfigError("task", cfg.task_name, str(e).split(": ", 1)[1]) from None
+    try:
+        task_cls.check_config(OmegaConf.to_container(cfg.task.env, resolve=True))
+    except TaskConfigError as e:
+        raise ConfigError(f"task.env.{e.key}", e.value, e.constraint) from None
     gmi = GmiConfig.from_cfg(cfg.get("gmi"))
     num_envs = cfg.task.env.numEnvs
     validate_train_config(cfg.task_name, num_envs, cfg.train.params)

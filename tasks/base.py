@@ -120,6 +120,14 @@ def actuator_action_index(model: mujoco.MjModel) -> np.ndarray:
     return np.argsort(np.argsort(joint_ids, kind="stable"), kind="stable")
 
 
+class TaskConfigError(ValueError):
+    """A task setting (``task.env.<key>``) this task cannot honour."""
+
+    def __init__(self, key: str, value: object, constraint: str) -> None:
+        self.key, self.value, self.constraint = key, value, constraint
+        super().__init__(f"task.env.{key}={value!r}: {constraint}")
+
+
 class TaskLogic(abc.ABC):
     """Observation, reward and reset rules of one task (IsaacGymEnvs semantics).
 
@@ -140,6 +148,13 @@ class TaskLogic(abc.ABC):
         self.sim_dt = sim_dt
         self.info = info
         self.max_episode_length = int(env_cfg.get("episodeLength", self.default_episode_length))
+
+    @classmethod
+    def check_config(cls, env_cfg: dict[str, Any]) -> None:
+        """Raise :class:`TaskConfigError` for ``task.env`` settings this task cannot honour.
+
+        Called when a run is planned, before any process or model is built."""
+        del env_cfg  # the default task accepts any settings
 
     @classmethod
     def prepare_spec(cls, spec: mujoco.MjSpec, env_cfg: dict[str, Any]) -> None:

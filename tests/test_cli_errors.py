@@ -10,6 +10,8 @@ import pytest
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run
+from isaacgymenvs_gmi.tasks import Cartpole
+from isaacgymenvs_gmi.tasks.base import TaskConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GPU = (False, ("cpu",), False)  # (cuda available, JAX platforms, warp installed)
@@ -48,6 +50,16 @@ def test_mjx_on_a_gpu_device_needs_a_jax_gpu(compose_cfg):
         plan_run(cfg, platform=(True, ("cpu",), False))  # CUDA for torch, none for JAX
 
 
+def test_task_settings_are_checked_by_the_task_at_plan_time(compose_cfg, monkeypatch):
+    def refuse(env_cfg):
+        raise TaskConfigError("resetDist", env_cfg["resetDist"], "must be positive")
+
+    monkeypatch.setattr(Cartpole, "check_config", staticmethod(refuse))
+    cfg = compose_cfg("task=Cartpole", "task.env.resetDist=-1")
+    with pytest.raises(ConfigError, match=r"task.env.resetDist=-1: must be positive"):
+        plan_run(cfg, platform=NO_GPU)
+
+
 def test_unknown_gmi_key_is_refused(compose_cfg):
     cfg = compose_cfg("task=Cartpole", "+gmi.per_gpus=2")
     with pytest.raises(ConfigError, match="per_gpus"):
@@ -81,7 +93,8 @@ def test_cli_task_config_without_task_class_lists_available(tmp_path):
         tmp_path=tmp_path,
     )
     assert proc.returncode == 2
-    assert "task='Walker'" in proc.stderr and "Ant, Cartpole" in proc.stderr
+    assert "task='Walker'" in proc.stderr
+    assert "available: Ant, Anymal, BallBalance, Cartpole, FrankaCabinet" in proc.stderr
 
 
 def test_cli_bad_value_exits_2_before_any_work(tmp_path):

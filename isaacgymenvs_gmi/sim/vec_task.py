@@ -82,6 +82,7 @@ class VecTask:
         self.cfg = config
         env_cfg = config["env"]
         task_cls = get_task_class(config["name"])
+        task_cls.check_config(env_cfg)
         model, timing = compile_task_model(task_cls, config, physics.assets_root)
         self.task = task_cls(env_cfg, timing.dt, ModelInfo.from_model(model))
         self.num_environments = int(env_cfg["numEnvs"])
