@@ -66,13 +66,14 @@ def test_groups_present(compose_cfg):
 
 
 @pytest.mark.parametrize(
-    "task, num_envs, max_epochs, minibatch, units",
-    [
-        ("Cartpole", 512, 100, 8192, [32, 32]),
-        ("Ant", 4096, 500, 32768, [256, 128, 64]),
+    "task, num_envs, max_epochs, horizon, minibatch, units",
+    [  # IsaacGymEnvs' values
+        ("Cartpole", 512, 100, 16, 8192, [32, 32]),
+        ("Ant", 4096, 500, 16, 32768, [256, 128, 64]),
+        ("Humanoid", 4096, 1000, 32, 32768, [400, 200, 100]),
     ],
 )
-def test_task_and_train_values(compose_cfg, task, num_envs, max_epochs, minibatch, units):
+def test_task_and_train_values(compose_cfg, task, num_envs, max_epochs, horizon, minibatch, units):
     cfg = compose_cfg(f"task={task}")
     assert cfg.task_name == task
     assert cfg.task.name == task
@@ -83,7 +84,7 @@ def test_task_and_train_values(compose_cfg, task, num_envs, max_epochs, minibatc
     assert config.full_experiment_name == task
     assert config.max_epochs == max_epochs
     assert config.minibatch_size == minibatch
-    assert config.horizon_length == 16
+    assert config.horizon_length == horizon
     assert config.multi_gpu is False
     assert list(cfg.train.params.network.mlp.units) == units
     assert cfg.train.params.seed == 42

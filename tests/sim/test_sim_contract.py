@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-TASKS = {"Cartpole": (4, 1), "Ant": (60, 8)}  # num_obs, num_actions
+TASKS = {"Cartpole": (4, 1), "Ant": (60, 8), "Humanoid": (108, 21)}  # num_obs, num_actions
 CASES = [(task, backend) for task in TASKS for backend in ("mujoco", "mjx")]
 N = 4
 
