@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-TASKS = {"Cartpole": (4, 1), "Ant": (60, 8), "Humanoid": (108, 21)}  # num_obs, num_actions
+# num_obs, num_actions
+TASKS = {"Cartpole": (4, 1), "Ant": (60, 8), "Humanoid": (108, 21), "BallBalance": (24, 3)}
 CASES = [(task, backend) for task in TASKS for backend in ("mujoco", "mjx")]
 N = 4
 
@@ -90,9 +91,10 @@ def test_actions_beyond_clip_behave_as_clipped(env, restart_env, step_env):
     clipped = np.clip(wild, -1.0, 1.0)
     assert np.abs(wild).max() > 5.0
 
-    def from_state(actions):
+    def from_state(actions):  # two steps: an integrated position target acts a step late
         restart_env(env)
         env.backend.set_physics_state(qpos, qvel)
+        step_env(env, actions)
         return step_env(env, actions)
 
     obs_w, rew_w, _, _ = from_state(wild)
