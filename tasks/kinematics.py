@@ -107,7 +107,9 @@ class KinematicTree:
                     turn = qpos[:, adr : adr + 4]
                 quat = rotations.multiply(quat, turn)
                 pos = anchor - rotations.rotate(quat, jnp.asarray(self.jnt_pos[j], qpos.dtype))
-            frames[body] = (pos, quat)
+            # a barrier per body: without it XLA fuses the whole chain and recomputes each
+            # parent's product for every child (seconds per call on a 10-body arm)
+            frames[body] = jax.lax.optimization_barrier((pos, quat))
         return frames
 
     def site_poses(self, qpos: jax.Array, names: tuple[str, ...]) -> tuple[jax.Array, jax.Array]:
