@@ -91,3 +91,19 @@ def step_copy(env: VecTask, actions: np.ndarray | torch.Tensor):
 @pytest.fixture(scope="session")
 def step_env() -> Callable[..., tuple]:
     return step_copy
+
+
+def rollout(env: VecTask, actions: np.ndarray, state=None, allow_resets: bool = False):
+    """Observations (T, N, num_obs), rewards (T, N) and resets (T, N) of ``actions`` (T, N, A),
+    float64, after a restart (and loading ``state`` = (qpos, qvel) when given)."""
+    restart(env)
+    if state is not None:
+        env.backend.set_physics_state(*state)
+    obs, rew, resets = [], [], []
+    for a in actions:
+        o, r, reset, _ = step_copy(env, a)
+        assert allow_resets or not reset.any(), "an episode ended inside the compared window"
+        obs.append(o["obs"].numpy())
+        rew.append(r.numpy())
+        resets.append(reset.numpy())
+    return np.stack(obs).astype(np.float64), np.stack(rew).astype(np.float64), np.stack(resets)

@@ -59,7 +59,7 @@ class MjxBackend(PhysicsBackend):
         index = jnp.asarray(logic.ctrl_index)
         scale = jnp.asarray(logic.ctrl_scale, jnp.float32)
         offset = jnp.asarray(logic.ctrl_offset, jnp.float32)
-        act_index = jnp.asarray(logic.act_qpos_index)
+        act_index = jnp.asarray(logic.task.info.act_qpos_index)  # intvelocity targets
 
         def load(data, mask, qpos, qvel):
             return _load(data, mask, qpos, qvel, act_index)

@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from isaacgymenvs_gmi.tasks.base import PhysicsFrame
+from isaacgymenvs_gmi.tasks.base import PhysicsFrame, stateful_actuator_qpos
 
 from .backend import PhysicsBackend
 from .step_logic import StepLogic
@@ -45,7 +45,7 @@ class WorldBatch:
         self.qpos_slice = slice(1, 1 + model.nq)
         self.qvel_slice = slice(1 + model.nq, 1 + model.nq + model.nv)
         self.act_slice = slice(self.qvel_slice.stop, self.qvel_slice.stop + model.na)
-        self.act_qpos_index = np.zeros(0, dtype=np.int64)  # see :meth:`load`
+        self.act_qpos_index = stateful_actuator_qpos(model)  # see :meth:`load`
 
     @property
     def qpos(self) -> np.ndarray:
@@ -113,7 +113,6 @@ class MujocoBackend(PhysicsBackend):
     ):
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
-        self.worlds.act_qpos_index = logic.act_qpos_index
         self._ctrl_offset = logic.ctrl_offset if logic.ctrl_offset.any() else None
         # One float32 host buffer [qpos | qvel | sensordata | actions] per step: one copy to JAX.
         nq, nv, ns = model.nq, model.nv, model.nsensordata

@@ -87,8 +87,6 @@ class StepLogic:
         self.ctrl_index = np.asarray(task.info.actuator_action)
         self.ctrl_scale = np.asarray(task.action_scale(), np.float64)[self.ctrl_index]
         self.ctrl_offset = np.asarray(task.action_offset(), np.float64)[self.ctrl_index]
-        # qpos address whose reset value starts each actuator activation (intvelocity targets)
-        self.act_qpos_index = np.asarray(task.info.act_qpos_index)
         n = task.num_obs
         self.col_reward, self.col_reset, self.col_timeout = n, n + 1, n + 2
         self.col_return, self.col_length = n + 3, n + 4

@@ -54,7 +54,6 @@ def test_other_stateful_actuators_are_refused():
 
 def test_world_batch_offsets_controls_and_restarts_activations(model):
     worlds = WorldBatch(model, num_envs=2, nstep=5, num_threads=1)
-    worlds.act_qpos_index = stateful_actuator_qpos(model)
     # actuator 0 (intvelocity on b) gets a target speed, actuator 1 (position on a) a target
     ctrl = np.array([[0.5, 0.2], [-1.0, -0.4]])
     worlds.step(ctrl, scale=np.array([2.0, 1.0]), offset=np.array([0.0, 0.1]))

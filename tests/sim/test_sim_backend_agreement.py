@@ -23,25 +23,11 @@ import numpy as np
 import pytest
 import torch
 
+from tests.env_fixtures import rollout
+
 N = 4
 STEPS = 60
 ANT_ANGLES = [7, 8, 9]  # yaw, roll, angle to target: compared modulo 2 pi
-
-
-def _rollout(env, restart, step, actions, state=None, allow_resets=False):
-    """Observations (T, N, num_obs), rewards (T, N) and resets (T, N) of ``actions`` (T, N, A)
-    after a restart (and loading ``state`` = (qpos, qvel) when given)."""
-    restart(env)
-    if state is not None:
-        env.backend.set_physics_state(*state)
-    obs, rew, resets = [], [], []
-    for a in actions:
-        o, r, reset, _ = step(env, a)
-        assert allow_resets or not reset.any(), "an episode ended inside the compared window"
-        obs.append(o["obs"].numpy())
-        rew.append(r.numpy())
-        resets.append(reset.numpy())
-    return np.stack(obs).astype(np.float64), np.stack(rew).astype(np.float64), np.stack(resets)
 
 
 def _obs_error(a: np.ndarray, b: np.ndarray, angle_slots=()) -> np.ndarray:
@@ -77,8 +63,8 @@ def test_same_reset_state(pair, restart_env):
 def test_cartpole_random_actions(pair, restart_env, step_env):
     c, x = pair("Cartpole")
     actions = np.random.default_rng(0).normal(0.0, 0.3, (STEPS, N, 1)).astype(np.float32)
-    obs_c, rew_c, done_c = _rollout(c, restart_env, step_env, actions, allow_resets=True)
-    obs_x, rew_x, done_x = _rollout(x, restart_env, step_env, actions, allow_resets=True)
+    obs_c, rew_c, done_c = rollout(c, actions, allow_resets=True)
+    obs_x, rew_x, done_x = rollout(x, actions, allow_resets=True)
     # pushes of up to ~120 N topple the pole within 10-20 steps: episodes end and restart from
     # states drawn from the same key sequence, so both backends must end them at the same steps
     assert done_c.sum() >= N
@@ -101,8 +87,8 @@ def test_ant_in_flight_random_actions(pair, restart_env, step_env):
     c, x = pair("Ant")
     state = _ant_flight_state(c, restart_env)
     actions = np.random.default_rng(1).normal(0.0, 0.5, (STEPS, N, 8)).astype(np.float32)
-    obs_c, rew_c, _ = _rollout(c, restart_env, step_env, actions, state)
-    obs_x, rew_x, _ = _rollout(x, restart_env, step_env, actions, state)
+    obs_c, rew_c, _ = rollout(c, actions, state)
+    obs_x, rew_x, _ = rollout(x, actions, state)
     # still in the air after 60 steps (free fall of ~4.9 m), legs moving
     assert obs_c[-1, :, 0].min() > 0.8 and obs_c[:, :, 0].max() < 6.05
     assert np.abs(obs_c[:, :, 28:52]).max() > 0.0  # the force-torque sensors see the legs' loads
@@ -117,8 +103,8 @@ def test_ant_in_flight_random_actions(pair, restart_env, step_env):
 def test_ant_settles_from_reset_zero_actions(pair, restart_env, step_env):
     c, x = pair("Ant")
     actions = np.zeros((STEPS, N, 8), np.float32)
-    obs_c, rew_c, _ = _rollout(c, restart_env, step_env, actions)
-    obs_x, rew_x, _ = _rollout(x, restart_env, step_env, actions)
+    obs_c, rew_c, _ = rollout(c, actions)
+    obs_x, rew_x, _ = rollout(x, actions)
     # it did land: the torso dropped and the feet carry load
     assert obs_c[-1, :, 0].max() < 0.44 - 0.01
     assert np.abs(obs_c[-1, :, 28:52]).max() > 0.05

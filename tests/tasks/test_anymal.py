@@ -21,6 +21,7 @@ from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
 from isaacgymenvs_gmi.tasks import PhysicsFrame
 from isaacgymenvs_gmi.tasks.anymal import DOF_NAMES, Anymal, AnymalCarry
 from isaacgymenvs_gmi.tasks.base import ModelInfo, TaskConfigError
+from tests.env_fixtures import rollout
 
 # defaultJointAngles in dof order LF, LH, RF, RH x HAA, HFE, KFE
 DEFAULT = np.array([0.03, 0.4, -0.8, 0.03, -0.4, 0.8, -0.03, 0.4, -0.8, -0.03, -0.4, 0.8])
@@ -282,26 +283,13 @@ def test_timeout_from_episode_length_s(task_cfg, step_env):
 # --------------------------------------------------------------------------------------------
 
 
-def _rollout(env, restart, step, actions, state=None) -> np.ndarray:
-    """Observations (T, N, 48) under ``actions`` (T, N, 12) after a restart (then ``state``)."""
-    restart(env)
-    if state is not None:
-        env.backend.set_physics_state(*state)
-    out = []
-    for a in actions:
-        o, _, reset, _ = step(env, a)
-        assert not reset.any(), "an episode ended inside the compared window"
-        out.append(o["obs"].numpy())
-    return np.stack(out).astype(np.float64)
-
-
 def _agreement(shared_env, restart, step, actions, state=None) -> float:
     c, x = shared_env("Anymal", "mujoco"), shared_env("Anymal", "mjx")
     if state is not None:
         restart(c)
         state = tuple(s.astype(np.float32).astype(np.float64) for s in state(c))
-    obs_c = _rollout(c, restart, step, actions, state)
-    obs_x = _rollout(x, restart, step, actions, state)
+    obs_c = rollout(c, actions, state)[0]
+    obs_x = rollout(x, actions, state)[0]
     return float(np.abs(obs_c - obs_x).max())
 
 

@@ -21,6 +21,7 @@ from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.tasks import PhysicsFrame
 from isaacgymenvs_gmi.tasks.ball_balance import BallBalance
 from isaacgymenvs_gmi.tasks.base import ModelInfo
+from tests.env_fixtures import rollout
 
 DEG = math.pi / 180.0
 N = 4
@@ -347,20 +348,6 @@ def test_assets_root_model_without_a_leg_is_refused(cfg, tmp_path):
 # comparison runs in these two slow regimes.
 
 
-def _rollout(env, restart, step, actions, state=None):
-    """Observations (T, N, 24) and rewards (T, N) of ``actions`` (T, N, 3) after a restart."""
-    restart(env)
-    if state is not None:
-        env.backend.set_physics_state(*state)
-    obs, rew = [], []
-    for a in actions:
-        o, r, reset, _ = step(env, a)
-        assert not reset.any(), "an episode ended inside the compared window"
-        obs.append(o["obs"].numpy())
-        rew.append(r.numpy())
-    return np.stack(obs).astype(np.float64), np.stack(rew).astype(np.float64)
-
-
 @pytest.fixture(scope="module")
 def pair(shared_env):
     return shared_env("BallBalance", "mujoco"), shared_env("BallBalance", "mjx")
@@ -370,8 +357,8 @@ def test_backends_agree_ball_landing(pair, restart_env, step_env):
     c, x = pair
     torch.testing.assert_close(restart_env(c), restart_env(x), rtol=0, atol=1e-6)
     actions = np.zeros((40, N, 3), np.float32)  # env 0's ball rolls over an edge at step 42
-    obs_c, rew_c = _rollout(c, restart_env, step_env, actions)
-    obs_x, rew_x = _rollout(x, restart_env, step_env, actions)
+    obs_c, rew_c = rollout(c, actions)[:2]
+    obs_x, rew_x = rollout(x, actions)[:2]
     # every ball did land on its tray (and may have rolled off since)
     on_tray = TRAY_HEIGHT + 0.01 + 0.1
     assert (np.abs(obs_c[:, :, 8] - on_tray).min(axis=0) < 0.01).all()
@@ -389,8 +376,8 @@ def test_backends_agree_knees_moving(pair, restart_env, step_env):
     qpos[:, BALL_Q : BALL_Q + 3] = [3.0, 0.0, 6.0]  # the ball falls beside the robot
     state = qpos, np.zeros_like(qvel)
     actions = np.random.default_rng(1).normal(0.0, 0.02, (60, N, 3)).astype(np.float32)
-    obs_c, rew_c = _rollout(c, restart_env, step_env, actions, state)
-    obs_x, rew_x = _rollout(x, restart_env, step_env, actions, state)
+    obs_c, rew_c = rollout(c, actions, state)[:2]
+    obs_x, rew_x = rollout(x, actions, state)[:2]
     assert np.abs(obs_c[:, :, 0:3]).max() > 0.05  # the knees moved
     err = np.abs(obs_c - obs_x)
     assert err[..., :12].max() < 4e-3 and err[..., 12:].max() < 5e-2, err.max(axis=(0, 1))

@@ -23,6 +23,7 @@ from isaacgymenvs_gmi.tasks import PhysicsFrame
 from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, ModelInfo
 from isaacgymenvs_gmi.tasks.humanoid import Humanoid
 from isaacgymenvs_gmi.tasks.locomotion import LocomotionCarry
+from tests.env_fixtures import rollout
 
 DT = 0.0166  # sim.dt
 DEG = math.pi / 180.0
@@ -374,18 +375,6 @@ def test_assets_root_without_feet_is_refused(task_cfg, tmp_path):
 ANGLE_SLOTS = [7, 8, 9]  # yaw, roll, angle to target: compared modulo 2 pi
 
 
-def _rollout(env, restart, step, actions, state=None):
-    restart(env)
-    if state is not None:
-        env.backend.set_physics_state(*state)
-    out = []
-    for a in actions:
-        o, _, reset, _ = step(env, a)
-        assert not reset.any(), "an episode ended inside the compared window"
-        out.append(o["obs"].numpy())
-    return np.stack(out).astype(np.float64)
-
-
 def _error(a, b):
     err = np.abs(a - b)
     err[..., ANGLE_SLOTS] = np.abs((a - b + math.pi) % (2 * math.pi) - math.pi)[..., ANGLE_SLOTS]
@@ -410,15 +399,15 @@ def test_backends_agree_in_flight_and_landing(shared_env, restart_env, step_env)
     qpos[:, 2] = 8.0
     flight = (qpos, np.zeros_like(qvel))
     actions = np.random.default_rng(1).normal(0.0, 0.5, (40, N, 21)).astype(np.float32)
-    obs_c = _rollout(c, restart_env, step_env, actions, flight)
-    obs_x = _rollout(x, restart_env, step_env, actions, flight)
+    obs_c = rollout(c, actions, flight)[0]
+    obs_x = rollout(x, actions, flight)[0]
     assert obs_c[-1, :, 0].min() > 4.0 and np.abs(obs_c[:, :, 75:87]).max() > 0.0
     err = _error(obs_c, obs_x)
     assert err.max() < 1e-4, f"flight: max obs error {err.max():.2e}"
 
     zeros = np.zeros((25, N, 21), np.float32)
-    obs_c = _rollout(c, restart_env, step_env, zeros)
-    obs_x = _rollout(x, restart_env, step_env, zeros)
+    obs_c = rollout(c, zeros)[0]
+    obs_x = rollout(x, zeros)[0]
     assert np.abs(obs_c[-1, :, 75:87]).max() > 1.0  # the feet carry the body's weight
     err = _error(obs_c, obs_x)
     assert err.max() < 2e-3, f"landing: max obs error {err.max():.2e}"
