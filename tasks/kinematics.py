@@ -144,3 +144,113 @@ class KinematicTree:
         )
         angvel = 2.0 * rotations.multiply(dquat, rotations.conjugate(quat))[..., 1:]
         return pos, quat, dpos, angvel
+
+
+class HingeChains:
+    """World pose and velocity of sites on chains of hinge joints, batched over the chains.
+
+    ``KinematicTree.site_states`` serves any tree, but on deep chains (a Shadow Hand finger: 9
+    bodies) it compiles for minutes and runs ~5x slower (1024 envs: 4.5 ms against 0.8 ms).
+    Here jointless bodies are folded into constant offsets, the chains are padded to one depth
+    and walked together one joint level at a time behind a fusion barrier, with components on
+    the leading axis (vectors (3, C, N), quaternions (4, C, N), w first) and velocities
+    propagated level by level instead of differentiated.
+    """
+
+    def __init__(self, tree: KinematicTree, sites: tuple[str, ...]):
+        chains = [_folded_chain(tree, s) for s in sites]
+        depth = max(len(c) for c in chains) - 1
+        pad = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), -1)  # no joint, no offset
+        levels = [[pad] * (depth + 1 - len(c)) + c[:-1] for c in chains]  # (C, L)
+        joints = np.array([[j for _, _, j in chain] for chain in levels])
+        axis, quat_axis = np.zeros(joints.shape + (3,)), np.zeros(joints.shape + (4,))
+        for (c, k), j in np.ndenumerate(joints):
+            if j >= 0:
+                mujoco.mju_rotVecQuat(axis[c, k], tree.jnt_axis[j], levels[c][k][1])
+                mujoco.mju_mulQuat(quat_axis[c, k], levels[c][k][1], np.r_[0.0, tree.jnt_axis[j]])
+
+        def stacked(x):  # (C, L, d) -> (d, L, C, 1) float32
+            return np.float32(np.transpose(x, (2, 1, 0))[..., None])
+
+        self.pos = stacked(np.array([[p for p, _, _ in chain] for chain in levels]))
+        self.quat = stacked(np.array([[q for _, q, _ in chain] for chain in levels]))
+        self.axis = stacked(axis)  # hinge axis after the offset rotation Q
+        self.quat_axis = stacked(quat_axis)  # Q * (0, axis)
+        self.hinge = (joints >= 0).T[..., None]  # (L, C, 1)
+        self.qadr = np.where(joints >= 0, tree.jnt_qposadr[joints], 0).T  # (L, C)
+        self.vadr = np.where(joints >= 0, tree.jnt_dofadr[joints], 0).T
+        self.site_pos = stacked(np.array([c[-1][0] for c in chains])[:, None])[:, 0]
+        self.site_quat = stacked(np.array([c[-1][1] for c in chains])[:, None])[:, 0]
+
+    def states(self, qpos: jax.Array, qvel: jax.Array) -> jax.Array:
+        """World-frame states (13, C, N) of the C sites for qpos (N, nq) and qvel (N, nv): rows
+        position (3), quaternion (w, x, y, z) (4), linear (3) and angular velocity (3)."""
+        n = qpos.shape[0]
+        rates = jnp.where(self.hinge, qvel.T[self.vadr], 0.0)  # (L, C, N)
+        half = 0.5 * jnp.where(self.hinge, qpos.T[self.qadr], 0.0)
+        # each level turns by its offset rotation Q, then by its hinge:
+        # Q * (cos, sin axis) = cos Q + sin (Q * axis)
+        turns = jnp.cos(half) * self.quat + jnp.sin(half) * self.quat_axis  # (4, L, C, N)
+        p = v = w = jnp.zeros((3, 1, n), jnp.float32)
+        q = jnp.zeros((4, 1, n), jnp.float32).at[0].set(1.0)
+        for k in range(self.qadr.shape[0]):
+            offset = _qrot(q, self.pos[:, k])  # to the child's origin, world frame
+            p, v = p + offset, v + _cross(w, offset)
+            w = w + _qrot(q, self.axis[:, k]) * rates[k]
+            q = _qmul(q, turns[:, k])
+            p, q, v, w = jax.lax.optimization_barrier((p, q, v, w))
+        offset = _qrot(q, self.site_pos)
+        return jnp.concatenate([p + offset, _qmul(q, self.site_quat), v + _cross(w, offset), w])
+
+
+def _folded_chain(tree: KinematicTree, site: str) -> list[tuple]:
+    """Levels (offset position, offset quaternion, hinge joint id) from the world to ``site``'s
+    body, one per joint, jointless bodies folded into the next offset; last: the site offset."""
+    body, bodies = tree.sites[site][0], []
+    while body != 0:
+        bodies.append(body)
+        body = int(tree.parent[body])
+    pos, quat, levels = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), []
+    for b in reversed(bodies):
+        pos, quat = _compose(pos, quat, tree.body_pos[b], tree.body_quat[b])
+        for j in tree.body_joints[b]:
+            if tree.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE or np.any(tree.jnt_pos[j]):
+                raise ValueError(f"site {site!r}: only hinges at their body's origin are supported")
+            levels.append((pos, quat, int(j)))
+            pos, quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+    return levels + [_compose(pos, quat, *tree.sites[site][1:])]
+
+
+def _compose(pos, quat, rel_pos, rel_quat) -> tuple[np.ndarray, np.ndarray]:
+    """Frame (pos, quat) followed by the relative frame (rel_pos, rel_quat), float64."""
+    out_pos, out_quat = np.zeros(3), np.zeros(4)
+    mujoco.mju_rotVecQuat(out_pos, np.asarray(rel_pos, np.float64), quat)
+    mujoco.mju_mulQuat(out_quat, quat, np.asarray(rel_quat, np.float64))
+    return pos + out_pos, out_quat
+
+
+def _qmul(a, b):
+    """Hamilton products of quaternions stored on the leading axis (4, ...)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
+
+
+def _cross(a, b):
+    """Cross products of vectors stored on the leading axis (3, ...)."""
+    return jnp.stack(
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    )
+
+
+def _qrot(q, x):
+    """Vectors x (3, ...) rotated by quaternions q (4, ...), both on the leading axis."""
+    t = 2.0 * _cross(q[1:], x)
+    return x + q[0] * t + _cross(q[1:], t)

@@ -33,6 +33,8 @@ BAD = [
     (["task=Cartpole", "sim_device=tpu"], "sim_device"),
     (["task=Cartpole", "test=True"], "checkpoint"),
     (["task=Cartpole", "checkpoint=/nonexistent/model.pth"], "checkpoint"),
+    (["task=ShadowHand", "task.env.observationType=pixels"], "task.env.observationType"),
+    (["task=FrankaCabinet", "task.env.startPositionNoise=0.1"], "task.env.startPositionNoise"),
 ]
 
 

@@ -73,6 +73,8 @@ def test_groups_present(compose_cfg):
         ("Humanoid", 4096, 1000, 32, 32768, [400, 200, 100]),
         ("BallBalance", 4096, 250, 16, 8192, [128, 64, 32]),
         ("Anymal", 4096, 1000, 24, 32768, [256, 128, 64]),
+        ("FrankaCabinet", 4096, 1500, 16, 8192, [256, 128, 64]),
+        ("ShadowHand", 16384, 5000, 8, 32768, [512, 512, 256, 128]),
     ],
 )
 def test_task_and_train_values(compose_cfg, task, num_envs, max_epochs, horizon, minibatch, units):

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-# num_obs, num_actions
-TASKS = {"Cartpole": (4, 1), "Ant": (60, 8), "Humanoid": (108, 21), "BallBalance": (24, 3)}
+# num_obs, num_actions, max_episode_length (FrankaCabinet: upstream ends at episodeLength - 1)
+TASKS = {"Cartpole": (4, 1, 500), "Ant": (60, 8, 1000), "Humanoid": (108, 21, 1000)}
+TASKS |= {"Anymal": (48, 12, 2500), "BallBalance": (24, 3, 500)}
+TASKS |= {"FrankaCabinet": (23, 9, 499), "ShadowHand": (211, 20, 600)}
 CASES = [(task, backend) for task in TASKS for backend in ("mujoco", "mjx")]
 N = 4
 
@@ -26,8 +28,9 @@ def _random_actions(env, seed: int, scale: float = 0.5) -> torch.Tensor:
 
 
 def test_sizes_and_spaces(env):
-    num_obs, num_actions = TASKS[env.task.name]
+    num_obs, num_actions, episode_length = TASKS[env.task.name]
     assert env.num_envs == N
+    assert env.max_episode_length == episode_length
     assert env.num_obs == num_obs
     assert env.num_actions == num_actions
     assert env.num_acts == num_actions
@@ -74,6 +77,7 @@ def test_step_outputs_and_buffers(env, restart_env):
         assert env.progress_buf.shape == (N,)
         assert env.reset().get("obs") is obs
         assert torch.isfinite(obs).all() and torch.isfinite(rew).all()
+        assert obs.abs().max() <= env.clip_obs  # clipObservations (inf where a task sets none)
         # nothing ended this early: counters advance, no episode statistics
         assert (reset == 0).all() and not extras["time_outs"].any()
         assert (extras["episode_length"] == 0).all() and (extras["episode_return"] == 0).all()

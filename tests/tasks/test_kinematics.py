@@ -1,5 +1,6 @@
 """Our JAX forward kinematics against MuJoCo's own (``mj_forward``) on a model with every joint
-kind a task may use: hinges with off-origin anchors, a slide, a free body."""
+kind a task may use: hinges with off-origin anchors, a slide, a free body; and the batched
+hinge-chain walker on two chains of different depths with jointless links between hinges."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from isaacgymenvs_gmi.tasks import rotations
-from isaacgymenvs_gmi.tasks.kinematics import KinematicTree
+from isaacgymenvs_gmi.tasks.kinematics import HingeChains, KinematicTree
 
 XML = """
 <mujoco>
@@ -108,3 +109,63 @@ def test_quaternion_helpers_agree_with_mujoco():
         rotations.conjugate(jnp.asarray(a)), rotations.rotate(jnp.asarray(a), v)
     )
     np.testing.assert_allclose(back, v, atol=1e-5)
+
+
+CHAINS_XML = """
+<mujoco>
+  <worldbody>
+    <body name="mount" pos="0 0 0.5" euler="90 0 180">
+      <body name="a1" pos="0.1 0 0.2" euler="0 10 0">
+        <joint type="hinge" axis="1 0 0"/>
+        <geom size="0.02"/>
+        <body name="a2" pos="0 0 0.1">
+          <joint type="hinge" axis="0 1 0.3"/>
+          <geom size="0.02"/>
+          <body name="link" pos="0 0.02 0.05" euler="5 0 -7">
+            <geom size="0.02"/>
+            <body name="a3" pos="0 0 0.04">
+              <joint type="hinge" axis="0 1 0"/>
+              <geom size="0.02"/>
+              <site name="deep" pos="0.01 0 0.03" euler="0 30 0"/>
+            </body>
+          </body>
+        </body>
+      </body>
+      <body name="b1" pos="-0.1 0 0.1" euler="20 0 0">
+        <joint type="hinge" axis="0 0 1"/>
+        <geom size="0.02"/>
+        <site name="short" pos="0 0.05 0"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_hinge_chains_match_mujoco():
+    m = mujoco.MjModel.from_xml_string(CHAINS_XML)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(2)
+    qpos, qvel = rng.uniform(-2, 2, (3, m.nq)), rng.normal(0, 3, (3, m.nv))
+    chains = HingeChains(KinematicTree.from_model(m), ("deep", "short"))
+    states = np.asarray(chains.states(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel)))
+    assert states.shape == (13, 2, 3)
+    for i in range(3):
+        d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
+        mujoco.mj_forward(m, d)
+        for c, name in enumerate(("deep", "short")):
+            site = m.site(name).id
+            quat, vel = np.zeros(4), np.zeros(6)
+            mujoco.mju_mat2Quat(quat, d.site_xmat[site])
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, site, vel, 0)
+            got = states[:, c, i]
+            np.testing.assert_allclose(got[0:3], d.site_xpos[site], atol=1e-5)
+            _same_rotation(got[3:7], quat, 1e-5)
+            np.testing.assert_allclose(got[7:10], vel[3:], atol=1e-4)  # linear
+            np.testing.assert_allclose(got[10:13], vel[:3], atol=1e-4)  # angular
+
+
+def test_hinge_chains_refuse_other_joints():
+    tree = KinematicTree.from_model(mujoco.MjModel.from_xml_string(XML))
+    with pytest.raises(ValueError, match="tip"):
+        HingeChains(tree, ("tip",))
