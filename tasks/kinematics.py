@@ -17,6 +17,7 @@ import numpy as np
 
 from . import rotations
 
+_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 _FREE, _BALL, _SLIDE, _HINGE = (
     mujoco.mjtJoint.mjJNT_FREE,
     mujoco.mjtJoint.mjJNT_BALL,
@@ -84,33 +85,64 @@ class KinematicTree:
         return chain[::-1]
 
     def _body_frames(self, qpos: jax.Array, wanted: list[int]) -> dict[int, tuple]:
-        """World (pos (N, 3), quat (N, 4)) of ``wanted`` bodies and their ancestors."""
-        n = qpos.shape[0]
-        frames = {0: (jnp.zeros((n, 3), qpos.dtype), jnp.tile(jnp.array([1.0, 0, 0, 0]), (n, 1)))}
+        """World (pos (N, 3), quat (N, 4)) of ``wanted`` bodies and their ancestors.
+
+        Work that constants make void (zero offsets, identity rotations) is skipped while
+        tracing, and a hinge at its body's origin is folded into the body's rotation:
+        rel * (cos h, sin h axis) = cos h rel + sin h (rel * (0, axis)), one product per body.
+        """
+        n, dtype = qpos.shape[0], qpos.dtype
+
+        def const(x):
+            return jnp.asarray(x, dtype)
+
+        def moved(pos, quat, offset):  # pos + quat applied to a constant offset
+            return pos + rotations.rotate(quat, const(offset)) if np.any(offset) else pos
+
+        def turned(quat, rel):  # quat * a constant rotation
+            return quat if np.array_equal(rel, _IDENTITY) else rotations.multiply(quat, const(rel))
+
+        frames = {0: (jnp.zeros((n, 3), dtype), jnp.tile(const(_IDENTITY), (n, 1)))}
         for body in sorted({b for w in wanted for b in self._ancestors(w)}):
             p, q = frames[int(self.parent[body])]
-            pos = p + rotations.rotate(q, jnp.asarray(self.body_pos[body], qpos.dtype))
-            quat = rotations.multiply(q, jnp.asarray(self.body_quat[body], qpos.dtype))
-            for j in self.body_joints[body]:
+            pos, rel, joints = moved(p, q, self.body_pos[body]), self.body_quat[body], ()
+            if self._plain_hinge(body):
+                j = self.body_joints[body][0]
+                rel_axis = np.empty(4)
+                mujoco.mju_mulQuat(rel_axis, rel, np.concatenate([[0.0], self.jnt_axis[j]]))
+                half = 0.5 * qpos[:, self.jnt_qposadr[j], None]
+                quat = rotations.multiply(q, jnp.cos(half) * const(rel) + jnp.sin(half) * rel_axis)
+            else:
+                quat, joints = turned(q, rel), self.body_joints[body]
+            for j in joints:
                 adr, kind = int(self.jnt_qposadr[j]), self.jnt_type[j]
                 if kind == _FREE:
                     pos, quat = qpos[:, adr : adr + 3], qpos[:, adr + 3 : adr + 7]
                     continue
-                anchor = pos + rotations.rotate(quat, jnp.asarray(self.jnt_pos[j], qpos.dtype))
                 if kind == _SLIDE:
-                    axis = rotations.rotate(quat, jnp.asarray(self.jnt_axis[j], qpos.dtype))
+                    axis = rotations.rotate(quat, const(self.jnt_axis[j]))
                     pos = pos + axis * qpos[:, adr : adr + 1]
                     continue
+                anchor = moved(pos, quat, self.jnt_pos[j])
                 if kind == _HINGE:
-                    turn = rotations.from_axis_angle(jnp.asarray(self.jnt_axis[j]), qpos[:, adr])
+                    turn = rotations.from_axis_angle(const(self.jnt_axis[j]), qpos[:, adr])
                 else:  # ball
                     turn = qpos[:, adr : adr + 4]
                 quat = rotations.multiply(quat, turn)
-                pos = anchor - rotations.rotate(quat, jnp.asarray(self.jnt_pos[j], qpos.dtype))
+                pos = moved(anchor, quat, -self.jnt_pos[j])
             # a barrier per body: without it XLA fuses the whole chain and recomputes each
             # parent's product for every child (seconds per call on a 10-body arm)
             frames[body] = jax.lax.optimization_barrier((pos, quat))
         return frames
+
+    def _plain_hinge(self, body: int) -> bool:
+        """The body moves by one hinge about its own origin."""
+        joints = self.body_joints[body]
+        return (
+            len(joints) == 1
+            and self.jnt_type[joints[0]] == _HINGE
+            and not np.any(self.jnt_pos[joints[0]])
+        )
 
     def site_poses(self, qpos: jax.Array, names: tuple[str, ...]) -> tuple[jax.Array, jax.Array]:
         """World positions (N, k, 3) and quaternions (N, k, 4) of sites ``names`` at ``qpos``."""

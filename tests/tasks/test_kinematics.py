@@ -147,9 +147,16 @@ def test_hinge_chains_match_mujoco():
     d = mujoco.MjData(m)
     rng = np.random.default_rng(2)
     qpos, qvel = rng.uniform(-2, 2, (3, m.nq)), rng.normal(0, 3, (3, m.nv))
-    chains = HingeChains(KinematicTree.from_model(m), ("deep", "short"))
+    tree = KinematicTree.from_model(m)
+    chains = HingeChains(tree, ("deep", "short"))
     states = np.asarray(chains.states(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel)))
     assert states.shape == (13, 2, 3)
+    # the tree walk agrees (hinges at their body's origin take its folded path)
+    pos, quat = tree.site_poses(jnp.asarray(qpos, jnp.float32), ("deep", "short"))
+    np.testing.assert_allclose(np.asarray(pos).transpose(2, 1, 0), states[0:3], atol=1e-5)
+    for c in range(2):
+        for i in range(3):
+            _same_rotation(np.asarray(quat[i, c]), states[3:7, c, i], 1e-5)
     for i in range(3):
         d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
         mujoco.mj_forward(m, d)
