@@ -3,7 +3,7 @@
 XLA's CPU fusion emitters (on by default since JAX 0.7) turn the body-by-body kinematics of a
 deep chain with turned joint frames into fused expressions that recompute every parent's product
 for every child: one MJX step of the FrankaCabinet arm costs ~130 ms for 4 envs instead of
-~1.6 ms, and compiles take 25-40% longer on every task. The classic emitters avoid both. GPU
+~1.6 ms, and most compiles take up to 40% longer. The classic emitters avoid both. GPU
 backends are unaffected. A value the user already put in ``XLA_FLAGS`` is left alone.
 """
 
