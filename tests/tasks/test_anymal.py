@@ -56,10 +56,7 @@ def _carry(commands, torque_sq=None, contact=None) -> AnymalCarry:
 def test_contract(shared_env, restart_env, step_env, backend):
     env = shared_env("Anymal", backend)
     obs = restart_env(env)
-    assert (env.num_obs, env.num_actions, env.num_envs) == (48, 12, N)
-    assert env.observation_space.shape == (48,) and env.action_space.shape == (12,)
-    assert env.action_space.low.min() == -1.0 and env.action_space.high.max() == 1.0
-    assert obs.shape == (N, 48) and torch.isfinite(obs).all()
+    assert torch.isfinite(obs).all()  # sizes, spaces, buffers: tests/sim/test_sim_contract.py
     actions = np.random.default_rng(0).uniform(-1, 1, (10, N, 12))
     for a in actions:
         o, rew, reset, extras = step_env(env, a)

@@ -250,13 +250,8 @@ def test_reset_distribution(task, model):
 @pytest.mark.parametrize("backend", ["mujoco", "mjx"])
 def test_contract(shared_env, restart_env, step_env, backend):
     env = shared_env("BallBalance", backend)
-    assert (env.num_envs, env.num_obs, env.num_actions, env.num_states) == (N, 24, 3, 0)
-    assert env.observation_space.shape == (24,) and env.action_space.shape == (3,)
-    np.testing.assert_array_equal(env.action_space.low, -np.ones(3))
-    np.testing.assert_array_equal(env.action_space.high, np.ones(3))
-    assert env.max_episode_length == 500
-    obs = restart_env(env)
-    assert obs.shape == (N, 24) and torch.isfinite(obs).all()
+    obs = restart_env(env)  # sizes, spaces, buffers: tests/sim/test_sim_contract.py
+    assert torch.isfinite(obs).all()
     rng = np.random.default_rng(0)
     for _ in range(5):
         o, rew, reset, extras = step_env(env, rng.uniform(-1, 1, (N, 3)).astype(np.float32))

@@ -108,13 +108,8 @@ def test_model_layout(model_and_task):
 @pytest.mark.parametrize("backend", ["mujoco", "mjx"])
 def test_contract_random_steps(shared_env, restart_env, step_env, backend):
     env = shared_env("Humanoid", backend)
-    assert (env.num_envs, env.num_obs, env.num_actions, env.num_states) == (N, 108, 21, 0)
-    assert env.observation_space.shape == (108,) and env.action_space.shape == (21,)
-    np.testing.assert_array_equal(env.action_space.low, -np.ones(21))
-    np.testing.assert_array_equal(env.action_space.high, np.ones(21))
-    assert env.max_episode_length == 1000
-    obs = restart_env(env)
-    assert obs.shape == (N, 108) and torch.isfinite(obs).all()
+    obs = restart_env(env)  # sizes, spaces, buffers: tests/sim/test_sim_contract.py
+    assert torch.isfinite(obs).all()
     rng = np.random.default_rng(3)
     for _ in range(5):
         actions = rng.uniform(-1.0, 1.0, (N, 21)).astype(np.float32)
