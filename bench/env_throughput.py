@@ -10,6 +10,8 @@ noise hits both; the ratio of the summed times is reported per task (target >= 0
 With a GPU, also MJX env steps/s per task at 4096, 8192 and 16384 envs.
 
     python bench/env_throughput.py [--tasks Ant Humanoid ...] [--envs 1024] [--rounds 7]
+
+Results: bench/results/env_throughput.json at 1024 envs, env_throughput_<envs>.json otherwise.
 """
 
 from __future__ import annotations
@@ -157,7 +159,8 @@ def main() -> None:
         "cpu_mujoco": cpu,
         "gpu_mjx": gpu if gpu else "not measured: no GPU on this machine",
     }
-    write_result("env_throughput", result)
+    # the reference size keeps the plain name; other sizes sit beside it
+    write_result("env_throughput" if args.envs == 1024 else f"env_throughput_{args.envs}", result)
 
 
 if __name__ == "__main__":

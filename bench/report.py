@@ -25,17 +25,21 @@ def rows() -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     env = _load("env_throughput")
-    if env:
-        m = env["machine"]
-        for task, r in env["cpu_mujoco"].items():
+    # the same measurement at other world counts (env_throughput_<envs>.json), after it
+    sized = sorted(RESULTS.glob("env_throughput_*.json"), key=lambda p: int(p.stem.split("_")[-1]))
+    for run in [env, *(json.loads(p.read_text()) for p in sized)]:
+        if not run:
+            continue
+        m = run["machine"]
+        for task, r in run["cpu_mujoco"].items():
             out.append(
                 f"| {task} env steps/s, `mujoco` backend, {r['num_envs']} envs, "
                 f"{r['threads']} threads | {r['ours_env_steps_per_s']:,.0f} "
                 f"| bare MuJoCo stepping {r['bare_env_steps_per_s']:,.0f} "
                 f"| **{r['ratio']:.3f}** | >= 0.90 | {m['cores']}-core CPU |"
             )
-        if isinstance(env.get("gpu_mjx"), dict):
-            for task, rows in env["gpu_mjx"].items():
+        if isinstance(run.get("gpu_mjx"), dict):
+            for task, rows in run["gpu_mjx"].items():
                 for g in rows:
                     out.append(
                         f"| {task} env steps/s, `mjx`, {g['num_envs']} envs | "

@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from .base import PhysicsFrame, TaskLogic
+from .base import PhysicsFrame, TaskLogic, columns
 
 LEGS = 3
 LEG_ANGLES = tuple(2.0 * math.pi * i / LEGS for i in range(LEGS))
@@ -97,8 +97,8 @@ class BallBalance(TaskLogic):
             return int(tree.jnt_qposadr[joint]), int(tree.jnt_dofadr[joint])
 
         knees = [first_joint(f"lower_leg{i}") for i in range(LEGS)]
-        self.knee_qpos = np.array([q for q, _ in knees])  # (3,)
-        self.knee_qvel = np.array([v for _, v in knees])  # (3,)
+        self.knee_qpos = columns([q for q, _ in knees])  # 3 columns
+        self.knee_qvel = columns([v for _, v in knees])
         self.ball_qpos, self.ball_qvel = first_joint("ball")  # free joint: pos, quat / lin, ang
         self.qpos0 = jnp.asarray(info.qpos0, jnp.float32)
         self.target = jnp.asarray(TARGET, jnp.float32)

@@ -84,6 +84,15 @@ def sensor_slices(model: mujoco.MjModel) -> dict[str, slice]:
     return out
 
 
+def columns(index: np.ndarray) -> slice | np.ndarray:
+    """Column indices as a slice when they are consecutive: XLA reads a slice in place but
+    keeps a gather by constant indices as a kernel of its own."""
+    index = np.asarray(index)
+    if index.size and np.array_equal(index, np.arange(index[0], index[0] + index.size)):
+        return slice(int(index[0]), int(index[0]) + index.size)
+    return index
+
+
 def stateful_actuator_qpos(model: mujoco.MjModel) -> np.ndarray:
     """(na,) qpos address of the joint behind each actuator activation.
 

@@ -57,7 +57,7 @@ import mujoco
 import numpy as np
 
 from . import rotations
-from .base import PhysicsFrame, TaskConfigError, TaskLogic
+from .base import PhysicsFrame, TaskConfigError, TaskLogic, columns
 
 ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 FINGER_JOINTS = ("panda_finger_joint1", "panda_finger_joint2")
@@ -146,8 +146,8 @@ class FrankaCabinet(TaskLogic):
         self.action_penalty_scale = float(c["actionPenaltyScale"])
         tree = info.tree
         joints = [tree.body_joints[tree.bodies[b]][0] for b in (*DOF_BODIES, DRAWER_BODY)]
-        self.dof_qpos = np.asarray(tree.jnt_qposadr[joints[:9]])
-        self.dof_qvel = np.asarray(tree.jnt_dofadr[joints[:9]])
+        self.dof_qpos = columns(tree.jnt_qposadr[joints[:9]])
+        self.dof_qvel = columns(tree.jnt_dofadr[joints[:9]])
         self.drawer_qpos = int(tree.jnt_qposadr[joints[9]])
         self.drawer_qvel = int(tree.jnt_dofadr[joints[9]])
         lower, upper = info.joint_range[joints[:9], 0], info.joint_range[joints[:9], 1]

@@ -131,8 +131,10 @@ class KinematicTree:
                 quat = rotations.multiply(quat, turn)
                 pos = moved(anchor, quat, -self.jnt_pos[j])
             # a barrier per body: without it XLA fuses the whole chain and recomputes each
-            # parent's product for every child (seconds per call on a 10-body arm)
-            frames[body] = jax.lax.optimization_barrier((pos, quat))
+            # parent's product for every child (seconds per call on a 10-body arm); one (N, 7)
+            # array behind it, so the body's pose is one kernel, not two
+            pose = jax.lax.optimization_barrier(jnp.concatenate([pos, quat], axis=-1))
+            frames[body] = (pose[:, :3], pose[:, 3:])
         return frames
 
     def _plain_hinge(self, body: int) -> bool:

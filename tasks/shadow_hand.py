@@ -53,7 +53,7 @@ import mujoco
 import numpy as np
 
 from . import rotations
-from .base import PhysicsFrame, TaskConfigError, TaskLogic
+from .base import PhysicsFrame, TaskConfigError, TaskLogic, columns
 from .kinematics import HingeChains
 
 FINGERTIPS = ("robot0:ffdistal", "robot0:mfdistal", "robot0:rfdistal", "robot0:lfdistal")
@@ -134,13 +134,6 @@ def _interleave(states: jax.Array, rows) -> jax.Array:
     return jnp.stack([states[r, c] for c in range(states.shape[1]) for r in rows], axis=1)
 
 
-def _columns(index: np.ndarray) -> slice | np.ndarray:
-    """Column indices as a slice when they are consecutive (a cheaper read than a gather)."""
-    if np.array_equal(index, np.arange(index[0], index[0] + index.size)):
-        return slice(int(index[0]), int(index[0]) + index.size)
-    return index
-
-
 def _option(env_cfg: dict[str, Any], key: str, default: Any) -> Any:
     value = env_cfg.get(key, default)
     return default if value is None else value
@@ -210,8 +203,8 @@ class ShadowHand(TaskLogic):
                 f"ShadowHand needs {NUM_DOFS} hinge joints, one free joint (the cube) and "
                 f"{self.num_actions} actuators; the model has {hinge.size}, {free.size}, {info.nu}"
             )
-        self.dof_q = _columns(tree.jnt_qposadr[hinge])
-        self.dof_v = _columns(tree.jnt_dofadr[hinge])
+        self.dof_q = columns(tree.jnt_qposadr[hinge])
+        self.dof_v = columns(tree.jnt_dofadr[hinge])
         self.obj_q = int(tree.jnt_qposadr[free[0]])
         self.obj_v = int(tree.jnt_dofadr[free[0]])
         self.nq, self.nv = info.nq, info.nv
@@ -220,9 +213,9 @@ class ShadowHand(TaskLogic):
         coupled = {j for b in COUPLED for j in tree.body_joints[tree.bodies[b]]}
         self.actuated = np.array([k for k, j in enumerate(hinge) if j not in coupled])
         sensors = [f"dof_force_{k}" for k in range(NUM_DOFS)]
-        self.dof_force_cols = _columns(np.concatenate([np.r_[info.sensors[s]] for s in sensors]))
+        self.dof_force_cols = columns(np.concatenate([np.r_[info.sensors[s]] for s in sensors]))
         sensors = [f"{b}_{kind}" for b in FINGERTIPS for kind in ("force", "torque")]
-        self.ft_cols = _columns(np.concatenate([np.r_[info.sensors[s]] for s in sensors]))
+        self.ft_cols = columns(np.concatenate([np.r_[info.sensors[s]] for s in sensors]))
         self.fingertips = HingeChains(tree, tuple(f"{b}_frame" for b in FINGERTIPS))
 
     @classmethod

@@ -57,8 +57,12 @@ def test_reset_returns_obs_only(env, restart_env):
 
 def test_step_outputs_and_buffers(env, restart_env):
     restart_env(env)
+    previous = None
     for k in range(3):
         obs_dict, rew, reset, extras = env.step(_random_actions(env, k))
+        if previous is not None:  # a step hands out fresh tensors: the last ones are unchanged
+            for held, copy in previous:
+                torch.testing.assert_close(held, copy, rtol=0, atol=0)
         assert set(obs_dict) == {"obs"}
         obs = obs_dict["obs"]
         assert obs.shape == (N, env.num_obs) and obs.dtype == torch.float32
@@ -82,6 +86,7 @@ def test_step_outputs_and_buffers(env, restart_env):
         assert (reset == 0).all() and not extras["time_outs"].any()
         assert (extras["episode_length"] == 0).all() and (extras["episode_return"] == 0).all()
         assert (env.progress_buf == k + 1).all()
+        previous = [(t, t.clone()) for t in (obs, rew, reset, *extras.values())]
 
 
 def test_actions_beyond_clip_behave_as_clipped(env, restart_env, step_env):

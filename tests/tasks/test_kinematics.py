@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from isaacgymenvs_gmi.tasks import rotations
+from isaacgymenvs_gmi.tasks.base import columns
 from isaacgymenvs_gmi.tasks.kinematics import HingeChains, KinematicTree
 
 XML = """
@@ -176,3 +177,42 @@ def test_hinge_chains_refuse_other_joints():
     tree = KinematicTree.from_model(mujoco.MjModel.from_xml_string(XML))
     with pytest.raises(ValueError, match="tip"):
         HingeChains(tree, ("tip",))
+
+
+def test_rotations_match_mujoco():
+    """rotate / rotate_inverse / multiply against MuJoCo's quaternion routines."""
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(5, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    v = rng.normal(size=(5, 3))
+    r = rng.normal(size=(5, 4))
+    expected_rot, expected_inv, expected_mul = np.empty((5, 3)), np.empty((5, 3)), np.empty((5, 4))
+    for i in range(5):
+        inverse = np.empty(4)
+        mujoco.mju_negQuat(inverse, q[i])
+        mujoco.mju_rotVecQuat(expected_rot[i], v[i], q[i])
+        mujoco.mju_rotVecQuat(expected_inv[i], v[i], inverse)
+        mujoco.mju_mulQuat(expected_mul[i], q[i], r[i])
+    np.testing.assert_allclose(
+        rotations.rotate(jnp.asarray(q), jnp.asarray(v)), expected_rot, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        rotations.rotate_inverse(jnp.asarray(q), jnp.asarray(v)), expected_inv, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        rotations.multiply(jnp.asarray(q), jnp.asarray(r)), expected_mul, atol=1e-5
+    )
+    # a constant vector broadcast over a batch of rotations
+    np.testing.assert_allclose(
+        rotations.rotate(jnp.asarray(q), jnp.asarray(v[0])),
+        [rotations.rotate(jnp.asarray(q[i]), jnp.asarray(v[0])) for i in range(5)],
+        atol=1e-6,
+    )
+
+
+def test_columns_reads_consecutive_indices_as_a_slice():
+    assert columns(np.array([3, 4, 5])) == slice(3, 6)
+    np.testing.assert_array_equal(columns([0, 2, 4]), [0, 2, 4])
+    np.testing.assert_array_equal(columns([5, 4]), [5, 4])
+    x = np.arange(20).reshape(2, 10)
+    np.testing.assert_array_equal(x[:, columns([3, 4, 5])], x[:, [3, 4, 5]])
