@@ -16,6 +16,7 @@ import jax
 import mujoco
 import numpy as np
 
+from .indexing import columns  # noqa: F401  (tasks import it from here)
 from .kinematics import KinematicTree
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
@@ -82,15 +83,6 @@ def sensor_slices(model: mujoco.MjModel) -> dict[str, slice]:
             adr = int(model.sensor_adr[i])
             out[name] = slice(adr, adr + int(model.sensor_dim[i]))
     return out
-
-
-def columns(index: np.ndarray) -> slice | np.ndarray:
-    """Column indices as a slice when they are consecutive: XLA reads a slice in place but
-    keeps a gather by constant indices as a kernel of its own."""
-    index = np.asarray(index)
-    if index.size and np.array_equal(index, np.arange(index[0], index[0] + index.size)):
-        return slice(int(index[0]), int(index[0]) + index.size)
-    return index
 
 
 def stateful_actuator_qpos(model: mujoco.MjModel) -> np.ndarray:

@@ -15,9 +15,10 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from . import components as C
 from . import rotations
+from .indexing import columns
 
-_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 _FREE, _BALL, _SLIDE, _HINGE = (
     mujoco.mjtJoint.mjJNT_FREE,
     mujoco.mjtJoint.mjJNT_BALL,
@@ -85,56 +86,67 @@ class KinematicTree:
         return chain[::-1]
 
     def _body_frames(self, qpos: jax.Array, wanted: list[int]) -> dict[int, tuple]:
-        """World (pos (N, 3), quat (N, 4)) of ``wanted`` bodies and their ancestors.
+        """World (position, quaternion) of ``wanted`` bodies and their ancestors, as component
+        tuples (:mod:`.components`): arrays (N,), or floats where constant.
 
-        Work that constants make void (zero offsets, identity rotations) is skipped while
-        tracing, and a hinge at its body's origin is folded into the body's rotation:
-        rel * (cos h, sin h axis) = cos h rel + sin h (rel * (0, axis)), one product per body.
+        Work that constants make void (zero offsets, identity rotations, axis-aligned joints)
+        drops out while tracing, and a hinge at its body's origin is folded into the body's
+        rotation: rel * (cos h, sin h axis) = cos h rel + sin h (rel * (0, axis)).
         """
-        n, dtype = qpos.shape[0], qpos.dtype
 
-        def const(x):
-            return jnp.asarray(x, dtype)
+        def column(adr: int) -> jax.Array:
+            return qpos[:, adr]
 
-        def moved(pos, quat, offset):  # pos + quat applied to a constant offset
-            return pos + rotations.rotate(quat, const(offset)) if np.any(offset) else pos
+        bodies = sorted({b for w in wanted for b in self._ancestors(w)})
+        hinges = [j for b in bodies for j in self.body_joints[b] if self.jnt_type[j] == _HINGE]
+        # cos and sin of every half hinge angle in one kernel, rows (2 * hinges, N): the
+        # bodies' kernels read them instead of each evaluating them per component
+        half = 0.5 * qpos[:, columns(self.jnt_qposadr[hinges])].T
+        sin, cos = C.sincos(half)
+        trig = jax.lax.optimization_barrier(jnp.concatenate([cos, sin]))
+        row = {j: k for k, j in enumerate(hinges)}
 
-        def turned(quat, rel):  # quat * a constant rotation
-            return quat if np.array_equal(rel, _IDENTITY) else rotations.multiply(quat, const(rel))
+        def cos_sin(j: int) -> tuple[jax.Array, jax.Array]:
+            return trig[row[j]], trig[len(hinges) + row[j]]
 
-        frames = {0: (jnp.zeros((n, 3), dtype), jnp.tile(const(_IDENTITY), (n, 1)))}
-        for body in sorted({b for w in wanted for b in self._ancestors(w)}):
+        frames = {0: (C.ZERO, C.IDENTITY)}
+        for body in bodies:
             p, q = frames[int(self.parent[body])]
-            pos, rel, joints = moved(p, q, self.body_pos[body]), self.body_quat[body], ()
+            pos = C.add(p, C.rotate(q, C.constant(self.body_pos[body])))
+            rel, joints = C.constant(self.body_quat[body]), ()
             if self._plain_hinge(body):
                 j = self.body_joints[body][0]
-                rel_axis = np.empty(4)
-                mujoco.mju_mulQuat(rel_axis, rel, np.concatenate([[0.0], self.jnt_axis[j]]))
-                half = 0.5 * qpos[:, self.jnt_qposadr[j], None]
-                quat = rotations.multiply(q, jnp.cos(half) * const(rel) + jnp.sin(half) * rel_axis)
+                rel_axis = C.multiply(rel, (0.0, *C.constant(self.jnt_axis[j])))
+                cos, sin = cos_sin(j)
+                turn = tuple(
+                    C.total(C.product(cos, r), C.product(sin, a))
+                    for r, a in zip(rel, rel_axis, strict=True)
+                )
+                quat = C.multiply(q, turn)
             else:
-                quat, joints = turned(q, rel), self.body_joints[body]
+                quat, joints = C.multiply(q, rel), self.body_joints[body]
             for j in joints:
                 adr, kind = int(self.jnt_qposadr[j]), self.jnt_type[j]
                 if kind == _FREE:
-                    pos, quat = qpos[:, adr : adr + 3], qpos[:, adr + 3 : adr + 7]
+                    pos = tuple(column(adr + k) for k in range(3))
+                    quat = tuple(column(adr + 3 + k) for k in range(4))
                     continue
                 if kind == _SLIDE:
-                    axis = rotations.rotate(quat, const(self.jnt_axis[j]))
-                    pos = pos + axis * qpos[:, adr : adr + 1]
+                    axis = C.rotate(quat, C.constant(self.jnt_axis[j]))
+                    pos = C.add(pos, C.scaled(axis, column(adr)))
                     continue
-                anchor = moved(pos, quat, self.jnt_pos[j])
+                anchor = C.constant(self.jnt_pos[j])
+                pivot = C.add(pos, C.rotate(quat, anchor))
                 if kind == _HINGE:
-                    turn = rotations.from_axis_angle(const(self.jnt_axis[j]), qpos[:, adr])
+                    cos, sin = cos_sin(j)
+                    turn = (cos, *C.scaled(C.constant(self.jnt_axis[j]), sin))
                 else:  # ball
-                    turn = qpos[:, adr : adr + 4]
-                quat = rotations.multiply(quat, turn)
-                pos = moved(anchor, quat, -self.jnt_pos[j])
+                    turn = tuple(column(adr + k) for k in range(4))
+                quat = C.multiply(quat, turn)
+                pos = C.add(pivot, C.rotate(quat, tuple(-a for a in anchor)))
             # a barrier per body: without it XLA fuses the whole chain and recomputes each
-            # parent's product for every child (seconds per call on a 10-body arm); one (N, 7)
-            # array behind it, so the body's pose is one kernel, not two
-            pose = jax.lax.optimization_barrier(jnp.concatenate([pos, quat], axis=-1))
-            frames[body] = (pose[:, :3], pose[:, 3:])
+            # parent's product for every child (seconds per call on a 10-body arm)
+            frames[body] = C.barrier(pos, quat)
         return frames
 
     def _plain_hinge(self, body: int) -> bool:
@@ -156,9 +168,10 @@ class KinematicTree:
         for s in names:
             body, offset, rel = self.sites[s]
             p, q = frames[body]
-            pos.append(p + rotations.rotate(q, jnp.asarray(offset, qpos.dtype)))
-            quat.append(rotations.multiply(q, jnp.asarray(rel, qpos.dtype)))
-        return jnp.stack(pos, axis=1), jnp.stack(quat, axis=1)
+            pos.append(C.add(p, C.rotate(q, C.constant(offset))))
+            quat.append(C.multiply(q, C.constant(rel)))
+        n, dtype = qpos.shape[0], qpos.dtype
+        return C.stacked(pos, n, dtype), C.stacked(quat, n, dtype)
 
     def qpos_velocity(self, qvel: jax.Array) -> jax.Array:
         """``qvel`` (N, nv) as a qpos tangent (N, nq), for trees of hinge and slide joints."""

@@ -20,6 +20,15 @@ from .step_logic import StepLogic
 FULL_PHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
 
+def aligned_empty(shape: tuple[int, ...], dtype, alignment: int = 64) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on an ``alignment``-byte boundary
+    (XLA's CPU client reads such a numpy input in place)."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(size + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start : start + size].view(dtype).reshape(shape)
+
+
 class WorldBatch:
     """N MuJoCo worlds of one model, stepped together.
 
@@ -87,16 +96,19 @@ class WorldBatch:
         self.state[:] = self._out_state[:, -1]
 
     def load(self, mask: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """Set qpos/qvel (rows of (N, nq)/(N, nv)) of the worlds where ``mask`` (N,) is true.
+        """Set the worlds where ``mask`` (N,) is true, in order, to the rows of qpos (k, nq) and
+        qvel (k, nv), k = mask.sum().
 
         Actuator activations (intvelocity position targets) restart at their joints' new
         positions, ``qpos[:, act_qpos_index]``."""
         rows = np.flatnonzero(mask)
+        if rows.size != len(qpos) or rows.size != len(qvel):
+            raise ValueError(f"{rows.size} worlds selected, {len(qpos)}/{len(qvel)} states given")
         if rows.size:
-            self.state[rows, self.qpos_slice] = qpos[rows]
-            self.state[rows, self.qvel_slice] = qvel[rows]
+            self.state[rows, self.qpos_slice] = qpos
+            self.state[rows, self.qvel_slice] = qvel
             if self.act_qpos_index.size:
-                self.state[rows, self.act_slice] = qpos[rows][:, self.act_qpos_index]
+                self.state[rows, self.act_slice] = qpos[:, self.act_qpos_index]
             self.state[rows, 0] = 0.0
 
     def close(self) -> None:
@@ -114,22 +126,27 @@ class MujocoBackend(PhysicsBackend):
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
         self._ctrl_offset = logic.ctrl_offset if logic.ctrl_offset.any() else None
-        # One float32 host buffer [qpos | qvel | sensordata | actions] per step: one copy to JAX.
+        # float32 host buffers [qpos | qvel | sensordata] and clipped actions, which JAX reads in
+        # place (it copies an input that is not 64-byte aligned); numpy clips fastest into a
+        # contiguous array
         nq, nv, ns = model.nq, model.nv, model.nsensordata
-        width = nq + nv + ns + logic.task.num_actions
-        self._host = np.empty((logic.num_envs, width), np.float32)
-        self._cuts = (nq, nq + nv, nq + nv + ns)
+        self._host = aligned_empty((logic.num_envs, nq + nv + ns), np.float32)
+        self._actions = aligned_empty((logic.num_envs, logic.task.num_actions), np.float32)
+        self._cuts = (nq, nq + nv)
 
-        def finish_packed(host, bufs):
-            qpos, qvel, sensors, actions = jnp.split(host, self._cuts, axis=1)
+        def finish_packed(host, actions, episodes, pool):
+            qpos, qvel, sensors = jnp.split(host, self._cuts, axis=1)
             frame = PhysicsFrame(qpos, qvel, sensors)
-            out, bufs, reset = logic.finish_step(frame, actions, bufs)
-            # reset states ride along in the same array: one host view serves every read below
-            return jnp.concatenate([logic.pack(out), reset.qpos, reset.qvel], axis=1), bufs
+            bufs = episodes._replace(pool=pool)
+            out, bufs, _ = logic.finish_step(frame, actions, bufs)  # reset states: see step
+            return logic.pack(out), bufs._replace(pool=None), bufs.pool.next
 
-        self._finish = jax.jit(finish_packed, donate_argnums=(1,))
+        # The pool goes in read-only: donating and returning its arrays every step cost more
+        # dispatch time than its few reads inside.
+        self._finish = jax.jit(finish_packed, donate_argnums=(2,))
         self._refill = jax.jit(logic.refill, donate_argnums=(0,))
         self._pool_left = 0  # fresh episodes left in the pool (counted on the host)
+        self._pool_states = (np.empty((0, nq)), np.empty((0, nv)))  # host copy of the pool's
         self._ctrl_identity = bool((logic.ctrl_index == np.arange(len(logic.ctrl_index))).all())
         self._start = jax.jit(logic.start)
         self._seed = seed
@@ -138,33 +155,43 @@ class MujocoBackend(PhysicsBackend):
     def reset(self) -> jax.Array:
         """Start every env afresh; returns the first observations (N, num_obs)."""
         self._bufs, state, obs = self._start(jax.random.PRNGKey(self._seed))
-        self._pool_left = self.logic.pool_size - self.logic.num_envs
+        self._adopt_pool(self.logic.pool_size - self.logic.num_envs)
         everyone = np.ones(self.logic.num_envs, dtype=bool)
         self.worlds.load(everyone, np.asarray(state.qpos), np.asarray(state.qvel))
         return obs
 
+    def _adopt_pool(self, left: int) -> None:
+        """Note a fresh pool with ``left`` unused entries; keep its physics states on the host,
+        where finished worlds load them (a gather inside the jitted step cost more)."""
+        pool = self._bufs.pool
+        self._pool_states = (np.array(pool.qpos, np.float64), np.array(pool.qvel, np.float64))
+        self._pool_left = left
+
     def step(self, actions: np.ndarray) -> np.ndarray:
         """One env step for actions (N, num_actions), unclipped; returns ``StepLogic.pack``-ed
-        outputs, then the reset states (N, num_obs + 5 + nq + nv), as a read-only host view of
-        JAX's result buffer (DLPack-exportable, zero-copy). Few, in-place host operations: this
-        is the hot path."""
-        logic, w, host = self.logic, self.worlds, self._host
+        outputs (N, num_obs + 5) as a read-only host view of JAX's result buffer
+        (DLPack-exportable, zero-copy). Few, in-place host operations: this is the hot path."""
+        logic, w, host, clipped = self.logic, self.worlds, self._host, self._actions
         if self._pool_left < logic.num_envs:
-            self._bufs, self._pool_left = self._refill(self._bufs), logic.pool_size
-        _, b, c = self._cuts
-        clipped = host[:, c:]
+            self._bufs = self._refill(self._bufs)
+            self._adopt_pool(logic.pool_size)
         np.clip(actions, -logic.clip_actions, logic.clip_actions, out=clipped)
         ctrl = clipped if self._ctrl_identity else clipped[:, logic.ctrl_index]
         w.step(ctrl, logic.ctrl_scale, self._ctrl_offset)
-        host[:, :b], host[:, b:c] = w.qpos_qvel, w.sensordata
-        packed, self._bufs = self._finish(host, self._bufs)  # numpy in: no Python-side staging
+        b = self._cuts[1]
+        host[:, :b], host[:, b:] = w.qpos_qvel, w.sensordata
+        # numpy in: no Python-side staging
+        bufs = self._bufs
+        packed, episodes, taken = self._finish(host, clipped, bufs._replace(pool=None), bufs.pool)
+        self._bufs = episodes._replace(pool=bufs.pool._replace(next=taken))
         view = np.asarray(packed)  # zero-copy host view
         done = view[:, logic.col_reset] > 0.5
         if done.any():
-            self._pool_left -= int(done.sum())
-            start = logic.col_length + 1
-            nq, nv = w.model.nq, w.model.nv
-            w.load(done, view[:, start : start + nq], view[:, start + nq : start + nq + nv])
+            # the k-th finished env took pool entry next + k, as in StepLogic._take
+            first, count = logic.pool_size - self._pool_left, int(done.sum())
+            rows = slice(first, first + count)
+            w.load(done, self._pool_states[0][rows], self._pool_states[1][rows])
+            self._pool_left -= count
         return view
 
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:

@@ -118,7 +118,8 @@ class StepLogic:
         return FreshPool(qpos, qvel, obs, carry, jnp.zeros((), jnp.int32))
 
     def _take(self, pool: FreshPool, done: jax.Array) -> tuple[FreshPool, ResetState, Any, Any]:
-        """Entries for the envs where ``done`` (N,): the k-th finished env gets entry next + k."""
+        """Entries for the envs where ``done`` (N,): the k-th finished env gets entry next + k
+        (the mujoco backend loads physics states from a host copy of the pool by this rule)."""
         index = pool.next + jnp.cumsum(done) - 1
         rows = jnp.clip(index, 0, pool.qpos.shape[0] - 1)
 
