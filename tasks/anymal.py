@@ -260,13 +260,11 @@ class Anymal(TaskLogic):
         qvel = jnp.concatenate([root_v, dof_vel], axis=-1)
         return qpos, qvel
 
-    def reset_carry(self, carry, frame):
-        bits = jax.lax.bitcast_convert_type(frame.qvel[:, 6:8].astype(jnp.float32), jnp.uint32)
-        keys = jax.random.wrap_key_data(bits, impl="threefry2x32")
-        u = jax.vmap(lambda k: jax.random.uniform(k, (3,)))(keys)
+    def reset_carry(self, carry, frame, key):
+        n = frame.qpos.shape[0]
+        u = jax.random.uniform(key, (n, 3))
         low = jnp.asarray(self.command_low, jnp.float32)
         high = jnp.asarray(self.command_high, jnp.float32)
-        n = frame.qpos.shape[0]
         return AnymalCarry(
             commands=low + u * (high - low),
             torque_sq=jnp.zeros((n,), jnp.float32),

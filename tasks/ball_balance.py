@@ -193,7 +193,7 @@ class BallBalance(TaskLogic):
         qvel = qvel.at[:, v + 2].set(-FALL_SPEED)
         return qpos, qvel
 
-    def reset_carry(self, carry, frame):
+    def reset_carry(self, carry, frame, key):
         return ()
 
     def observe(self, frame: PhysicsFrame, actions, carry):

@@ -181,8 +181,10 @@ class TaskLogic(abc.ABC):
         """Randomised initial (qpos (N, nq), qvel (N, nv)) for every env."""
 
     @abc.abstractmethod
-    def reset_carry(self, carry: Any, frame: PhysicsFrame) -> Any:
-        """Task buffers for envs that start a new episode in ``frame``."""
+    def reset_carry(self, carry: Any, frame: PhysicsFrame, key: jax.Array) -> Any:
+        """Task buffers for envs that start a new episode in ``frame``; ``key`` (one PRNG key,
+        independent of the one that sampled the states) for the task's own draws, such as
+        commands or goals."""
 
     @abc.abstractmethod
     def observe(self, frame: PhysicsFrame, actions: jax.Array, carry: Any) -> tuple[jax.Array, Any]:

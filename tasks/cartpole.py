@@ -52,7 +52,7 @@ class Cartpole(TaskLogic):
         qvel = 0.5 * (jax.random.uniform(kv, (num_envs, self.info.nv)) - 0.5)
         return qpos, qvel
 
-    def reset_carry(self, carry, frame):
+    def reset_carry(self, carry, frame, key):
         return ()
 
     def observe(self, frame: PhysicsFrame, actions, carry):

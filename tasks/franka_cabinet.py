@@ -219,7 +219,7 @@ class FrankaCabinet(TaskLogic):
         qpos = qpos.at[:, self.dof_qpos].set(dof).at[:, self.drawer_qpos].set(0.0)
         return qpos, jnp.zeros((num_envs, self.info.nv))
 
-    def reset_carry(self, carry, frame):
+    def reset_carry(self, carry, frame, key):
         return carry  # observe recomputes it from the frame
 
     def observe(self, frame: PhysicsFrame, actions, carry):

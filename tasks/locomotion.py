@@ -97,7 +97,7 @@ class LocomotionTask(TaskLogic):
         qvel = jnp.concatenate([jnp.zeros((num_envs, 6)), dof_vel], axis=-1)
         return qpos, qvel
 
-    def reset_carry(self, carry, frame):
+    def reset_carry(self, carry, frame, key):
         pot = self._potential(frame.qpos[:, 0:3])
         return LocomotionCarry(pot, pot)
 

@@ -34,9 +34,9 @@ Deviations from upstream: episodes last episodeLength steps, as every task here 
 them one step earlier); with maxConsecutiveSuccesses > 0 the task counts its own steps, so a
 run-out episode ends as a termination, not a bootstrapped time-out. Fingertip velocities are those
 of the distal frames' origins (PhysX reports the centre of mass, <= 1.6 cm away). The goal is no
-simulated object: it lives in the task carry, and a fresh episode draws its goals from a PRNG key
-hashed from its randomly sampled start state (the cube's start orientation is always random), so
-runs are reproducible per seed and identical on both backends. For cheap physics the model (see
+simulated object: it lives in the task carry, and each fresh episode draws its goals from a PRNG
+key of its own, split from the key of its reset draw, so runs are reproducible per seed and
+identical on both backends. For cheap physics the model (see
 its header) has no hand self-collision, floor or joint friction. Not supported, with an error
 naming the key: relative control, actionsMovingAverage != 1, random object forces, asymmetric
 observations, objects other than the block. The averaged consecutive-successes statistic is not
@@ -111,19 +111,6 @@ def random_rotation(u0: jax.Array, u1: jax.Array) -> jax.Array:
 def rotation_distance(quat_diff_xyz: jax.Array) -> jax.Array:
     """Angle (N,) of rotations whose quaternion vector parts are ``quat_diff_xyz`` (N, 3)."""
     return 2.0 * jnp.arcsin(jnp.minimum(jnp.linalg.norm(quat_diff_xyz, axis=-1), 1.0))
-
-
-def state_keys(qpos: jax.Array) -> jax.Array:
-    """(N, 2) uint32 PRNG keys hashed from the bits of start states ``qpos`` (N, nq)."""
-    bits = jax.lax.bitcast_convert_type(qpos.astype(jnp.float32), jnp.uint32)
-
-    def fold(row):
-        key, _ = jax.lax.scan(
-            lambda k, b: (jax.random.fold_in(k, b), None), jax.random.PRNGKey(0), row
-        )
-        return key
-
-    return jax.vmap(fold)(bits)
 
 
 def _interleave(states: jax.Array, rows) -> jax.Array:
@@ -286,8 +273,11 @@ class ShadowHand(TaskLogic):
         qvel = jnp.zeros((num_envs, self.nv), jnp.float32).at[:, self.dof_v].set(dof_vel)
         return qpos, qvel
 
-    def reset_carry(self, carry, frame):
-        key, goal = self._next_goal(state_keys(frame.qpos))
+    def reset_carry(self, carry, frame, key):
+        keys = jax.random.split(key, frame.qpos.shape[0])
+        if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
+            keys = jax.random.key_data(keys)  # the carry keeps raw (N, 2) uint32 keys
+        key, goal = self._next_goal(keys)
         fresh = self.initial_carry(frame.qpos.shape[0])
         return fresh._replace(goal_quat=goal, key=key)
 

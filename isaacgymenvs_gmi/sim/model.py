@@ -8,7 +8,7 @@ from typing import Any
 
 import mujoco
 
-from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, TaskLogic
+from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, TaskConfigError, TaskLogic
 
 from .urdf import spec_from_urdf
 
@@ -44,6 +44,10 @@ class AssetNotFoundError(FileNotFoundError):
     pass
 
 
+class AssetLoadError(ValueError):
+    """A user's asset file (under ``assets_root``) that MuJoCo cannot load or compile."""
+
+
 def asset_path(
     task_cls: type[TaskLogic], task_cfg: dict[str, Any], assets_root: str | None
 ) -> Path:
@@ -68,9 +72,19 @@ def compile_task_model(
 ) -> tuple[mujoco.MjModel, SimTiming]:
     """Load the task's MJCF/URDF, let the task edit it, compile, and apply the config's timing."""
     path = asset_path(task_cls, task_cfg, assets_root)
-    spec = spec_from_urdf(path) if path.suffix == ".urdf" else mujoco.MjSpec.from_file(str(path))
-    task_cls.prepare_spec(spec, task_cfg.get("env", {}))
-    model = spec.compile()
+    try:
+        urdf = path.suffix == ".urdf"
+        spec = spec_from_urdf(path) if urdf else mujoco.MjSpec.from_file(str(path))
+        task_cls.prepare_spec(spec, task_cfg.get("env", {}))
+        model = spec.compile()
+    except (ValueError, KeyError, AttributeError) as err:  # a task's edits miss a part it needs
+        if not assets_root or isinstance(err, TaskConfigError):
+            raise  # our bundled models load; a config error already names its key
+        name = task_cfg["env"]["asset"]["assetFileName"]
+        raise AssetLoadError(
+            f"assets_root={assets_root!r}: task.env.asset.assetFileName={name!r} ({path}) "
+            f"could not be loaded as a {task_cls.name} model: {err}"
+        ) from err
     timing = SimTiming.from_task_cfg(task_cfg)
     model.opt.timestep = timing.timestep
     gravity = task_cfg.get("sim", {}).get("gravity")

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from isaacgymenvs_gmi.sim.model import (
+    AssetLoadError,
     AssetNotFoundError,
     SimTiming,
     asset_path,
@@ -69,6 +70,20 @@ def test_missing_asset_names_asset_file_name(task_cfg, tmp_path):
     # no file name at all, with a root set
     del cfg["env"]["asset"]["assetFileName"]
     with pytest.raises(AssetNotFoundError, match="assetFileName"):
+        compile_task_model(Ant, cfg, assets_root=str(tmp_path))
+
+
+def test_unloadable_asset_names_asset_file_name(task_cfg, tmp_path):
+    cfg = task_cfg("Ant")
+    (tmp_path / "broken.xml").write_text("<mujoco><worldbody><body></mujoco>")
+    cfg["env"]["asset"]["assetFileName"] = "broken.xml"
+    with pytest.raises(AssetLoadError, match=r"assetFileName='broken.xml'.*Ant model") as err:
+        compile_task_model(Ant, cfg, assets_root=str(tmp_path))
+    assert isinstance(err.value.__cause__, ValueError)  # MuJoCo's own message rides along
+    # a well-formed file without the task's layout: the task's check, with the key in front
+    (tmp_path / "empty.xml").write_text("<mujoco><worldbody/></mujoco>")
+    cfg["env"]["asset"]["assetFileName"] = "empty.xml"
+    with pytest.raises(AssetLoadError, match="assetFileName='empty.xml'"):
         compile_task_model(Ant, cfg, assets_root=str(tmp_path))
 
 

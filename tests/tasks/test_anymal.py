@@ -209,7 +209,7 @@ def test_reset_sampling(anymal):
     assert abs(ratio.mean() - 1.0) < 0.01
     assert np.abs(v[:, 6:]).max() <= 0.1 and abs(v[:, 6:].mean()) < 0.002
     frame = PhysicsFrame(qpos, qvel, jnp.zeros((4096, 5)))
-    carry = anymal.reset_carry(anymal.initial_carry(4096), frame)
+    carry = anymal.reset_carry(anymal.initial_carry(4096), frame, jax.random.PRNGKey(5))
     cmd = np.asarray(carry.commands, np.float64)
     low, high = np.array([-2.0, -1.0, -1.0]), np.array([2.0, 1.0, 1.0])
     assert (cmd >= low).all() and (cmd <= high).all()
@@ -217,8 +217,10 @@ def test_reset_sampling(anymal):
     np.testing.assert_allclose(cmd.mean(0), 0.0, atol=0.05)
     np.testing.assert_allclose(cmd.var(0), (high - low) ** 2 / 12, rtol=0.08)
     assert np.abs(np.corrcoef(np.c_[cmd, v[:, 6]].T) - np.eye(4)).max() < 0.06
-    again = anymal.reset_carry(anymal.initial_carry(4096), frame)
+    again = anymal.reset_carry(anymal.initial_carry(4096), frame, jax.random.PRNGKey(5))
     np.testing.assert_array_equal(np.asarray(again.commands), cmd.astype(np.float32))
+    other = anymal.reset_carry(anymal.initial_carry(4096), frame, jax.random.PRNGKey(6))
+    assert not np.allclose(np.asarray(other.commands), cmd)  # another key, other commands
     obs, _ = anymal.observe(frame, jnp.zeros((4096, 12)), carry)
     np.testing.assert_allclose(np.asarray(obs[:, 9:12]), cmd * [2.0, 2.0, 0.25], rtol=1e-6)
 

@@ -347,21 +347,22 @@ def test_assets_root_refuses_the_franka_file_alone(task_cfg, compose_cfg, tmp_pa
 
 def test_ppo_learns_to_reach(compose_cfg, tmp_path):
     """PPO with FrankaCabinetPPO's settings; overrides: 256 envs, minibatch 1024, episodes of 64
-    steps (episodeLength=65), 8 epochs: 256 x 16 x 8 = 32,768 env steps, seed 0. The first
-    episodes end at epoch 4 (mean return ~98), the next at epoch 8 (~105.6): the arm learns to
-    reach for the handle. Measured wall time 45 to 80 s on a 2-core CPU shared with other jobs
-    (load average 7 to 9, start-up and JIT compiles included); less when run alone."""
+    steps (episodeLength=65), 16 epochs: 256 x 16 x 16 = 65,536 env steps, seed 0. Episodes end
+    every 4th epoch; their mean returns rise as the arm learns to reach for the handle: 97.0,
+    105.8, 108.4, 109.5 (seeds 1 and 2: 97.6 -> 111.7, 98.4 -> 118.4). About 15 s alone on a
+    2-core CPU, start-up and JIT compiles included."""
     cfg = compose_cfg(
         f"task={TASK}",
         "num_envs=256",
         "train.params.config.minibatch_size=1024",
         "task.env.episodeLength=65",
-        "max_iterations=8",
+        "max_iterations=16",
         "seed=0",
         f"train_dir={tmp_path}",
     )
     result = run(cfg, plan_run(cfg))
     rewards = [r for _, _, r in result.history]
-    assert len(rewards) == 2 and all(math.isfinite(r) for r in rewards)
-    assert rewards[1] > rewards[0] + 5.0, f"reward did not rise: {rewards}"
-    assert result.frames == 8 * 16 * 256
+    assert len(rewards) == 4 and all(math.isfinite(r) for r in rewards)
+    assert min(rewards[1:]) > rewards[0], f"reward fell below the first episodes': {rewards}"
+    assert sum(rewards[2:]) / 2 > rewards[0] + 8.0, f"reward did not rise: {rewards}"
+    assert result.frames == 16 * 16 * 256

@@ -244,12 +244,16 @@ def test_reset_sampling_and_fresh_goals(model, make_task):
     assert np.all(q[:, :24] >= 0.2 * lo - 1e-6) and np.all(q[:, :24] <= 0.2 * hi + 1e-6)
     assert q[:, :24].std(axis=0).min() > 0.01 and not v.any()  # resetDofVelRandomInterval 0
     frame = PhysicsFrame(qpos, qvel, jnp.zeros((256, model.nsensordata)))
-    carry = task.reset_carry(task.initial_carry(256), frame)
+    carry = task.reset_carry(task.initial_carry(256), frame, jax.random.PRNGKey(4))
     goals = np.asarray(carry.goal_quat, np.float64)
     assert _product_of_x_and_y_turns(goals) and len(np.unique(goals.round(6), axis=0)) == 256
     assert not np.asarray(carry.reached).any() and (np.asarray(carry.steps) == -1).all()
-    again = task.reset_carry(task.initial_carry(256), frame)
-    np.testing.assert_array_equal(np.asarray(again.goal_quat), goals)  # keyed by the state
+    again = task.reset_carry(task.initial_carry(256), frame, jax.random.PRNGKey(4))
+    np.testing.assert_array_equal(np.asarray(again.goal_quat), goals)  # reproducible per key
+    typed = task.reset_carry(task.initial_carry(256), frame, jax.random.key(4))
+    np.testing.assert_array_equal(np.asarray(typed.goal_quat), goals)  # new-style keys alike
+    other = task.reset_carry(task.initial_carry(256), frame, jax.random.PRNGKey(5))
+    assert not np.allclose(np.asarray(other.goal_quat), goals)
 
 
 def test_actions_are_absolute_targets_and_sensors_follow_dof_order(model, make_task):
