@@ -35,8 +35,8 @@ them one step earlier); with maxConsecutiveSuccesses > 0 the task counts its own
 run-out episode ends as a termination, not a bootstrapped time-out. Fingertip velocities are those
 of the distal frames' origins (PhysX reports the centre of mass, <= 1.6 cm away). The goal is no
 simulated object: it lives in the task carry, and each fresh episode draws its goals from a PRNG
-key of its own, split from the key of its reset draw, so runs are reproducible per seed and
-identical on both backends. For cheap physics the model (see
+key of its own, drawn from a stream folded off the key of its reset draw, so runs are
+reproducible per seed and identical on both backends. For cheap physics the model (see
 its header) has no hand self-collision, floor or joint friction. Not supported, with an error
 naming the key: relative control, actionsMovingAverage != 1, random object forces, asymmetric
 observations, objects other than the block. The averaged consecutive-successes statistic is not

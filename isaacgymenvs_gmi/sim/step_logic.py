@@ -110,10 +110,10 @@ class StepLogic:
     def _fill_pool(self, key: jax.Array) -> FreshPool:
         """Sample ``POOL_FACTOR * N`` new episodes: state, first observation, task carry."""
         task, size = self.task, POOL_FACTOR * self.num_envs
-        state_key, carry_key = jax.random.split(key)
-        qpos, qvel = task.sample_reset(state_key, size)
+        qpos, qvel = task.sample_reset(key, size)
         frame = PhysicsFrame(qpos, qvel, jnp.zeros((size, task.info.nsensordata), jnp.float32))
-        carry = task.reset_carry(task.initial_carry(size), frame, carry_key)
+        # the task's own draws (commands, goals): a stream folded off the states' key
+        carry = task.reset_carry(task.initial_carry(size), frame, jax.random.fold_in(key, 1))
         obs, carry = task.observe(frame, jnp.zeros((size, task.num_actions), jnp.float32), carry)
         obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
         return FreshPool(qpos, qvel, obs, carry, jnp.zeros((), jnp.int32))

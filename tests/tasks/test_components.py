@@ -43,8 +43,8 @@ def test_algebra_matches_the_array_helpers_and_mujoco():
     v_mixed = (jnp.asarray(v[:, 0]), -0.7, jnp.asarray(v[:, 2]))
     v_full = np.stack([v[:, 0], np.full(5, -0.7), v[:, 2]], axis=1)
     r_parts = tuple(jnp.asarray(r[:, k]) for k in range(4))
-    rotated = C.stacked([C.rotate(q_mixed, v_mixed)], 5, jnp.float64)[:, 0]
-    product = C.stacked([C.multiply(q_mixed, r_parts)], 5, jnp.float64)[:, 0]
+    rotated = C.stacked([C.rotate(q_mixed, v_mixed)], 5, jnp.float32)[:, 0]
+    product = C.stacked([C.multiply(q_mixed, r_parts)], 5, jnp.float32)[:, 0]
     # q_full is not unit: the rotation formula is the same one rotations.rotate uses
     np.testing.assert_allclose(rotated, rotations.rotate(q_full, v_full), atol=1e-6)
     np.testing.assert_allclose(product, rotations.multiply(q_full, r), atol=1e-6)
@@ -52,7 +52,7 @@ def test_algebra_matches_the_array_helpers_and_mujoco():
     mujoco.mju_mulQuat(expected, q[0], r[0])
     parts = tuple(jnp.asarray(q[:1, k]) for k in range(4))
     np.testing.assert_allclose(
-        C.stacked([C.multiply(parts, r_parts)], 5, jnp.float64)[0, 0], expected, atol=1e-6
+        C.stacked([C.multiply(parts, r_parts)], 5, jnp.float32)[0, 0], expected, atol=1e-6
     )
 
 

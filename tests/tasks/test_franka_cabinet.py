@@ -348,8 +348,8 @@ def test_assets_root_refuses_the_franka_file_alone(task_cfg, compose_cfg, tmp_pa
 def test_ppo_learns_to_reach(compose_cfg, tmp_path):
     """PPO with FrankaCabinetPPO's settings; overrides: 256 envs, minibatch 1024, episodes of 64
     steps (episodeLength=65), 16 epochs: 256 x 16 x 16 = 65,536 env steps, seed 0. Episodes end
-    every 4th epoch; their mean returns rise as the arm learns to reach for the handle: 97.0,
-    105.8, 108.4, 109.5 (seeds 1 and 2: 97.6 -> 111.7, 98.4 -> 118.4). About 15 s alone on a
+    every 4th epoch; their mean returns rise as the arm learns to reach for the handle: 98.2,
+    105.9, 110.2, 112.3 (seeds 1 and 2: 98.9 -> 115.1, 98.0 -> 115.2). About 15 s alone on a
     2-core CPU, start-up and JIT compiles included."""
     cfg = compose_cfg(
         f"task={TASK}",
