@@ -4,9 +4,10 @@ A vector is a tuple ``(x, y, z)`` and a quaternion a tuple ``(w, x, y, z)`` (MuJ
 Each component is a JAX array of one batch shape (N,), or a Python float where the value is
 known when tracing. Terms that a zero or unit constant makes void are dropped, so a chain of
 constant offsets and axis-aligned joints traces to only the arithmetic that remains. Each
-component of a result is its own elementwise expression. XLA's CPU loop emitter vectorises
-those, where (N, 4) arrays sliced and stacked by component become per-element select chains
-(the FrankaCabinet kinematics at 4096 envs: 0.5 ms as (N, 4)/(N, 3) arrays).
+component of a result is its own elementwise expression, which XLA's CPU loop emitter handles
+better than (N, 4) arrays sliced and stacked by component: those become per-element select
+chains (FrankaCabinet site poses at 1024 envs, both in one process: 0.13 ms as (N, 4)/(N, 3)
+arrays, 0.07 ms as components with :func:`sincos`).
 """
 
 from __future__ import annotations
