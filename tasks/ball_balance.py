@@ -50,7 +50,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from .base import PhysicsFrame, TaskLogic, columns
+from .base import PhysicsFrame, TaskLogic
+from .indexing import columns
 
 LEGS = 3
 LEG_ANGLES = tuple(2.0 * math.pi * i / LEGS for i in range(LEGS))

@@ -16,7 +16,6 @@ import jax
 import mujoco
 import numpy as np
 
-from .indexing import columns  # noqa: F401  (tasks import it from here)
 from .kinematics import KinematicTree
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"

@@ -57,7 +57,8 @@ import mujoco
 import numpy as np
 
 from . import rotations
-from .base import PhysicsFrame, TaskConfigError, TaskLogic, columns
+from .base import PhysicsFrame, TaskConfigError, TaskLogic
+from .indexing import columns
 
 ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 FINGER_JOINTS = ("panda_finger_joint1", "panda_finger_joint2")

@@ -53,7 +53,8 @@ import mujoco
 import numpy as np
 
 from . import rotations
-from .base import PhysicsFrame, TaskConfigError, TaskLogic, columns
+from .base import PhysicsFrame, TaskConfigError, TaskLogic
+from .indexing import columns
 from .kinematics import HingeChains
 
 FINGERTIPS = ("robot0:ffdistal", "robot0:mfdistal", "robot0:rfdistal", "robot0:lfdistal")

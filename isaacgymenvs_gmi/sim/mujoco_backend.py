@@ -146,7 +146,7 @@ class MujocoBackend(PhysicsBackend):
         self._finish = jax.jit(finish_packed, donate_argnums=(2,))
         self._refill = jax.jit(logic.refill, donate_argnums=(0,))
         self._pool_left = 0  # fresh episodes left in the pool (counted on the host)
-        self._pool_states = (np.empty((0, nq)), np.empty((0, nv)))  # host copy of the pool's
+        self._pool_states = (np.empty((0, nq)), np.empty((0, nv)))  # the pool's, on the host
         self._ctrl_identity = bool((logic.ctrl_index == np.arange(len(logic.ctrl_index))).all())
         self._start = jax.jit(logic.start)
         self._seed = seed

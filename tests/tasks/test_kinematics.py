@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from isaacgymenvs_gmi.tasks import rotations
-from isaacgymenvs_gmi.tasks.base import columns
+from isaacgymenvs_gmi.tasks.indexing import columns
 from isaacgymenvs_gmi.tasks.kinematics import HingeChains, KinematicTree
 
 XML = """
