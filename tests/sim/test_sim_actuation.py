@@ -3,13 +3,14 @@ velocity targets (``intvelocity``) whose activations restart at the reset pose."
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
 
 from isaacgymenvs_gmi.sim.mjx_backend import _import_mjx, _load
-from isaacgymenvs_gmi.sim.mujoco_backend import WorldBatch
+from isaacgymenvs_gmi.sim.mujoco_backend import WorldBatch, aligned_empty
 from isaacgymenvs_gmi.tasks.base import stateful_actuator_qpos
 
 XML = """
@@ -85,3 +86,13 @@ def test_mjx_load_restarts_activations(model):
     np.testing.assert_allclose(out.act, [[0.3], [-1.2]])
     np.testing.assert_allclose(out.qpos, [[0.0, 0.0], [-0.5, -1.2]])
     np.testing.assert_allclose(out.time, [1.0, 0.0])
+
+
+@pytest.mark.parametrize("shape", [(1024, 29), (3, 7), (4096, 9)])
+def test_aligned_host_buffers_are_read_in_place(shape):
+    buf = aligned_empty(shape, np.float32)
+    assert buf.shape == shape and buf.dtype == np.float32 and buf.flags.c_contiguous
+    assert buf.ctypes.data % 64 == 0
+    buf[:] = 1.0
+    # XLA's CPU client adopts the numpy memory instead of copying it
+    assert jax.device_put(buf).unsafe_buffer_pointer() == buf.ctypes.data

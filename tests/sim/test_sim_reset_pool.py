@@ -4,6 +4,7 @@ and both backends hand out the same episodes for the same seed."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from isaacgymenvs_gmi.sim.step_logic import POOL_FACTOR
@@ -30,6 +31,24 @@ def test_fresh_episodes_are_never_reused_across_refills(shared_env, restart_env)
     assert len(np.unique(firsts.round(7), axis=0)) == len(firsts)
     # fresh Cartpole states: positions in [-0.1, 0.1], velocities in [-0.25, 0.25]
     assert np.abs(firsts[:, [0, 2]]).max() <= 0.1 and np.abs(firsts[:, [1, 3]]).max() <= 0.25
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "mjx"])
+def test_reset_worlds_hold_the_state_of_their_first_observation(shared_env, restart_env, backend):
+    """A finished world continues from the very episode whose first observation it returned
+    (the mujoco backend loads those states from a host copy of the pool)."""
+    env = shared_env("Cartpole", backend)
+    restart_env(env)
+    gen = torch.Generator().manual_seed(5)
+    checked = 0
+    for _ in range(120):
+        obs, _, reset, _ = env.step(torch.randn((env.num_envs, 1), generator=gen))
+        done = reset.bool().numpy()
+        qpos, qvel = (np.asarray(x, np.float64) for x in env.backend.physics_state())
+        state = np.stack([qpos[:, 0], qvel[:, 0], qpos[:, 1], qvel[:, 1]], axis=1)  # obs layout
+        np.testing.assert_allclose(obs["obs"].numpy()[done], state[done], atol=1e-6)
+        checked += int(done.sum())
+    assert checked > POOL_FACTOR * env.num_envs, "the run must drain and refill the pool"
 
 
 def test_both_backends_hand_out_the_same_episodes(shared_env, restart_env):
