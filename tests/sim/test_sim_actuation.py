@@ -1,5 +1,6 @@
 """Actions to MuJoCo controls beyond plain torques: affine position targets, and integrated
-velocity targets (``intvelocity``) whose activations restart at the reset pose."""
+velocity targets (``intvelocity``) whose activations restart at the reset pose; and the aligned
+host buffers through which the mujoco backend hands states and actions to JAX."""
 
 from __future__ import annotations
 
