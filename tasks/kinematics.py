@@ -237,7 +237,8 @@ class HingeChains:
         half = 0.5 * jnp.where(self.hinge, qpos.T[self.qadr], 0.0)
         # each level turns by its offset rotation Q, then by its hinge:
         # Q * (cos, sin axis) = cos Q + sin (Q * axis)
-        turns = jnp.cos(half) * self.quat + jnp.sin(half) * self.quat_axis  # (4, L, C, N)
+        sin, cos = C.sincos(half)
+        turns = cos * self.quat + sin * self.quat_axis  # (4, L, C, N)
         p = v = w = jnp.zeros((3, 1, n), jnp.float32)
         q = jnp.zeros((4, 1, n), jnp.float32).at[0].set(1.0)
         for k in range(self.qadr.shape[0]):
@@ -278,26 +279,14 @@ def _compose(pos, quat, rel_pos, rel_quat) -> tuple[np.ndarray, np.ndarray]:
 
 def _qmul(a, b):
     """Hamilton products of quaternions stored on the leading axis (4, ...)."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return jnp.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ]
-    )
+    return jnp.stack(C.multiply(tuple(a), tuple(b)))
 
 
 def _cross(a, b):
     """Cross products of vectors stored on the leading axis (3, ...)."""
-    return jnp.stack(
-        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-    )
+    return jnp.stack(C.cross(tuple(a), tuple(b)))
 
 
 def _qrot(q, x):
     """Vectors x (3, ...) rotated by quaternions q (4, ...), both on the leading axis."""
-    t = 2.0 * _cross(q[1:], x)
-    return x + q[0] * t + _cross(q[1:], t)
+    return jnp.stack(C.rotate(tuple(q), tuple(x)))
