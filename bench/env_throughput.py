@@ -76,7 +76,7 @@ def cpu_ratio(task: str, num_envs: int, rounds: int, steps: int) -> dict:
     worlds, logic = env.backend.worlds, env.backend.logic
     bare = BareStepping(cfg, num_envs, threads)
     # steady state: compile the reset-pool refill now, not inside the timed steps
-    env.backend._bufs = env.backend._refill(env.backend._bufs)
+    env.backend.refill_pool()
     gen = torch.Generator().manual_seed(0)
     ours_s = bare_s = 0.0
     for i in range(rounds * steps + 10):  # the first 10 steps warm up JIT, pools, caches

@@ -142,6 +142,9 @@ class TaskLogic(abc.ABC):
     num_states: ClassVar[int] = 0
     asset_file: ClassVar[str]  # file name under ASSETS_DIR
     default_episode_length: ClassVar[int]
+    # False when observe reads nothing from earlier steps: its carry then only hands this
+    # step's geometry to the reward, and episodes keep none (no per-env buffers, no pooling)
+    keeps_carry: ClassVar[bool] = True
 
     def __init__(self, env_cfg: dict[str, Any], sim_dt: float, info: ModelInfo):
         self.env_cfg = env_cfg

@@ -67,6 +67,11 @@ def add(a: Vec, b: Vec) -> Vec:
     return tuple(total(x, y) for x, y in zip(a, b, strict=True))
 
 
+def dot(a: Vec, b: Vec) -> Component:
+    """a . b as a sum of products (no reduction over a small trailing axis)."""
+    return total(*(product(x, y) for x, y in zip(a, b, strict=True)))
+
+
 def scaled(v: Vec, s: Component) -> Vec:
     return tuple(product(x, s) for x in v)
 

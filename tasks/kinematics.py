@@ -158,20 +158,29 @@ class KinematicTree:
             and not np.any(self.jnt_pos[joints[0]])
         )
 
-    def site_poses(self, qpos: jax.Array, names: tuple[str, ...]) -> tuple[jax.Array, jax.Array]:
-        """World positions (N, k, 3) and quaternions (N, k, 4) of sites ``names`` at ``qpos``."""
+    def site_frames(self, qpos: jax.Array, names: tuple[str, ...]) -> list[tuple[C.Vec, C.Quat]]:
+        """World (position, quaternion) of sites ``names`` at ``qpos`` (N, nq), as component
+        tuples (:mod:`.components`): a task that combines them further (dot products,
+        distances) stays elementwise, without stacking and reducing over small axes."""
         missing = [s for s in names if s not in self.sites]
         if missing:
             raise KeyError(f"sites {missing} not in the model; it has {sorted(self.sites)}")
         frames = self._body_frames(qpos, [self.sites[s][0] for s in names])
-        pos, quat = [], []
+        out = []
         for s in names:
             body, offset, rel = self.sites[s]
             p, q = frames[body]
-            pos.append(C.add(p, C.rotate(q, C.constant(offset))))
-            quat.append(C.multiply(q, C.constant(rel)))
+            out.append((C.add(p, C.rotate(q, C.constant(offset))), C.multiply(q, C.constant(rel))))
+        return out
+
+    def site_poses(self, qpos: jax.Array, names: tuple[str, ...]) -> tuple[jax.Array, jax.Array]:
+        """World positions (N, k, 3) and quaternions (N, k, 4) of sites ``names`` at ``qpos``."""
+        frames = self.site_frames(qpos, names)
         n, dtype = qpos.shape[0], qpos.dtype
-        return C.stacked(pos, n, dtype), C.stacked(quat, n, dtype)
+        return (
+            C.stacked([p for p, _ in frames], n, dtype),
+            C.stacked([q for _, q in frames], n, dtype),
+        )
 
     def qpos_velocity(self, qvel: jax.Array) -> jax.Array:
         """``qvel`` (N, nv) as a qpos tangent (N, nq), for trees of hinge and slide joints."""

@@ -1,7 +1,7 @@
 """MuJoCo's C engine for all worlds of a GMI: batched, multithreaded, no Python loop per world.
 
 Physics runs in float64 through ``mujoco.rollout`` (a C++ thread pool over the worlds); the task
-logic runs as one jitted JAX function per env step on the host.
+rules run as one jitted JAX function per env step on the host, episode bookkeeping in numpy.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+import torch
 from mujoco import rollout
 
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame, stateful_actuator_qpos
 
 from .backend import PhysicsBackend
-from .step_logic import StepLogic
+from .host_episodes import HostEpisodes
+from .step_logic import StepLogic, StepOutput
 
 FULL_PHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -95,13 +97,11 @@ class WorldBatch:
         )
         self.state[:] = self._out_state[:, -1]
 
-    def load(self, mask: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """Set the worlds where ``mask`` (N,) is true, in order, to the rows of qpos (k, nq) and
-        qvel (k, nv), k = mask.sum().
+    def load(self, rows: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Set worlds ``rows`` (k,) (indices) to qpos (k, nq) and qvel (k, nv).
 
         Actuator activations (intvelocity position targets) restart at their joints' new
         positions, ``qpos[:, act_qpos_index]``."""
-        rows = np.flatnonzero(mask)
         if rows.size != len(qpos) or rows.size != len(qvel):
             raise ValueError(f"{rows.size} worlds selected, {len(qpos)}/{len(qvel)} states given")
         if rows.size:
@@ -116,7 +116,11 @@ class WorldBatch:
 
 
 class MujocoBackend(PhysicsBackend):
-    """Task + episode logic over a :class:`WorldBatch` (implements the backend protocol)."""
+    """Task + episode logic over a :class:`WorldBatch` (implements the backend protocol).
+
+    Per env step, one jitted call computes the task's observations, rewards, terminations and
+    carry; episode counters (:class:`HostEpisodes`) and the states and first observations of
+    new episodes stay on the host, where the physics and the result live."""
 
     name = "mujoco"
 
@@ -132,71 +136,104 @@ class MujocoBackend(PhysicsBackend):
         nq, nv, ns = model.nq, model.nv, model.nsensordata
         self._host = aligned_empty((logic.num_envs, nq + nv + ns), np.float32)
         self._actions = aligned_empty((logic.num_envs, logic.task.num_actions), np.float32)
-        self._cuts = (nq, nq + nv)
+        cuts = (nq, nq + nv)
+        self._cuts_end = nq + nv
 
-        def finish_packed(host, actions, episodes, pool):
-            qpos, qvel, sensors = jnp.split(host, self._cuts, axis=1)
-            frame = PhysicsFrame(qpos, qvel, sensors)
-            bufs = episodes._replace(pool=pool)
-            out, bufs, _ = logic.finish_step(frame, actions, bufs)  # reset states: see step
-            return logic.pack(out), bufs._replace(pool=None), bufs.pool.next
+        def score(host, actions, carry, renew=None):
+            """-> (N, num_obs + 2) [clipped obs | reward | terminated] and the task's carry;
+            with ``renew`` = (timeout (N,), pool carry, next entry), finished envs' carries are
+            taken from the pool."""
+            frame = PhysicsFrame(*jnp.split(host, cuts, axis=1))
+            obs, reward, terminated, carry = logic.observe_and_score(frame, actions, carry)
+            if renew is not None:
+                timeout, pool_carry, next_entry = renew
+                carry = logic.fresh_carry(carry, pool_carry, next_entry, terminated | timeout)
+            flags = terminated.astype(jnp.float32)
+            return jnp.concatenate([obs, reward[:, None], flags[:, None]], axis=1), carry
 
-        # The pool goes in read-only: donating and returning its arrays every step cost more
-        # dispatch time than its few reads inside.
-        self._finish = jax.jit(finish_packed, donate_argnums=(2,))
-        self._refill = jax.jit(logic.refill, donate_argnums=(0,))
-        self._pool_left = 0  # fresh episodes left in the pool (counted on the host)
-        self._pool_states = (np.empty((0, nq)), np.empty((0, nv)))  # the pool's, on the host
-        self._ctrl_identity = bool((logic.ctrl_index == np.arange(len(logic.ctrl_index))).all())
+        self._score = jax.jit(lambda host, actions: score(host, actions, ())[0])
+        self._score_and_renew = jax.jit(score, donate_argnums=(2,))
+        self._new_pool = jax.jit(logic.new_pool)
         self._start = jax.jit(logic.start)
         self._seed = seed
-        self._bufs = None
+        self._ctrl_identity = bool((logic.ctrl_index == np.arange(len(logic.ctrl_index))).all())
+        self._episodes = HostEpisodes(logic.num_envs, logic.task.max_episode_length)
+        self._key = self._pool = None
+        self._carry = ()  # the task's per-env buffers (JAX pytree)
+        self._keeps_carry = False  # the carry has arrays
+        self._pool_left = 0  # fresh episodes left in the pool
+        # the pool's physics states and first observations, on the host
+        self._pool_states = (np.empty((0, nq)), np.empty((0, nv)))
+        self._pool_obs = np.empty((0, logic.task.num_obs), np.float32)
+
+    @property
+    def totals(self) -> np.ndarray:
+        return self._episodes.totals
+
+    @property
+    def progress(self) -> np.ndarray:
+        return self._episodes.progress
 
     def reset(self) -> jax.Array:
         """Start every env afresh; returns the first observations (N, num_obs)."""
-        self._bufs, state, obs = self._start(jax.random.PRNGKey(self._seed))
+        bufs, state, obs = self._start(jax.random.PRNGKey(self._seed))
+        self._key, self._pool, self._carry = bufs.key, bufs.pool, bufs.carry
+        self._keeps_carry = bool(jax.tree_util.tree_leaves(self._carry))
+        self._episodes = HostEpisodes(self.logic.num_envs, self.logic.task.max_episode_length)
         self._adopt_pool(self.logic.pool_size - self.logic.num_envs)
-        everyone = np.ones(self.logic.num_envs, dtype=bool)
+        everyone = np.arange(self.logic.num_envs)
         self.worlds.load(everyone, np.asarray(state.qpos), np.asarray(state.qvel))
         return obs
 
+    def refill_pool(self) -> None:
+        """Sample a new pool of fresh episodes (the step does when fewer than N are left)."""
+        self._key, self._pool = self._new_pool(self._key)
+        self._adopt_pool(self.logic.pool_size)
+
     def _adopt_pool(self, left: int) -> None:
-        """Note a fresh pool with ``left`` unused entries; keep its physics states on the host,
-        where finished worlds load them (a gather inside the jitted step cost more)."""
-        pool = self._bufs.pool
+        """Note the pool's ``left`` unused entries; keep its physics states and first
+        observations on the host, where finished worlds take them."""
+        pool = self._pool
         self._pool_states = (np.array(pool.qpos, np.float64), np.array(pool.qvel, np.float64))
+        self._pool_obs = np.array(pool.obs)
         self._pool_left = left
 
-    def step(self, actions: np.ndarray) -> np.ndarray:
-        """One env step for actions (N, num_actions), unclipped; returns ``StepLogic.pack``-ed
-        outputs (N, num_obs + 5) as a read-only host view of JAX's result buffer
-        (DLPack-exportable, zero-copy). Few, in-place host operations: this is the hot path."""
+    def step(self, actions: np.ndarray) -> StepOutput:
+        """One env step for actions (N, num_actions), unclipped. Returns numpy outputs; their
+        ``obs`` is a view of JAX's result buffer (DLPack-exportable, zero-copy). Few, in-place
+        host operations: this is the hot path."""
         logic, w, host, clipped = self.logic, self.worlds, self._host, self._actions
         if self._pool_left < logic.num_envs:
-            self._bufs = self._refill(self._bufs)
-            self._adopt_pool(logic.pool_size)
+            self.refill_pool()
         np.clip(actions, -logic.clip_actions, logic.clip_actions, out=clipped)
         ctrl = clipped if self._ctrl_identity else clipped[:, logic.ctrl_index]
         w.step(ctrl, logic.ctrl_scale, self._ctrl_offset)
-        b = self._cuts[1]
+        b = self._cuts_end
         host[:, :b], host[:, b:] = w.qpos_qvel, w.sensordata
-        # numpy in: no Python-side staging
-        bufs = self._bufs
-        packed, episodes, taken = self._finish(host, clipped, bufs._replace(pool=None), bufs.pool)
-        self._bufs = episodes._replace(pool=bufs.pool._replace(next=taken))
-        view = np.asarray(packed)  # zero-copy host view
-        done = view[:, logic.col_reset] > 0.5
-        if done.any():
-            # the k-th finished env took pool entry next + k, as in StepLogic._take
-            first, count = logic.pool_size - self._pool_left, int(done.sum())
-            rows = slice(first, first + count)
-            w.load(done, self._pool_states[0][rows], self._pool_states[1][rows])
-            self._pool_left -= count
-        return view
+        timeout = self._episodes.timeouts()
+        # the k-th finished env takes pool entry first + k, as in StepLogic._rows
+        first = logic.pool_size - self._pool_left
+        if self._keeps_carry:
+            renew = (timeout, self._pool.carry, np.int32(first))
+            packed, self._carry = self._score_and_renew(host, clipped, self._carry, renew)
+        else:
+            packed = self._score(host, clipped)  # numpy in: no Python-side staging
+        # The result is handed over for good (JAX never reads it again): finished envs' rows
+        # are overwritten in place through torch's writable DLPack view.
+        view = torch.from_dlpack(packed).numpy()
+        n = logic.task.num_obs
+        obs = view[:, :n]
+        out, done = self._episodes.advance(obs, view[:, n], view[:, n + 1] > 0.5, timeout)
+        if done.size:
+            entries = slice(first, first + done.size)
+            obs[done] = self._pool_obs[entries]
+            w.load(done, self._pool_states[0][entries], self._pool_states[1][entries])
+            self._pool_left -= done.size
+        return out
 
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Load qpos (N, nq) and qvel (N, nv) into every world (tests, tools)."""
-        self.worlds.load(np.ones(self.logic.num_envs, dtype=bool), qpos, qvel)
+        self.worlds.load(np.arange(self.logic.num_envs), qpos, qvel)
 
     def physics_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.worlds.qpos.copy(), self.worlds.qvel.copy()

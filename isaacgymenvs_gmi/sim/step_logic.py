@@ -87,13 +87,10 @@ class StepLogic:
         self.ctrl_index = np.asarray(task.info.actuator_action)
         self.ctrl_scale = np.asarray(task.action_scale(), np.float64)[self.ctrl_index]
         self.ctrl_offset = np.asarray(task.action_offset(), np.float64)[self.ctrl_index]
-        n = task.num_obs
-        self.col_reward, self.col_reset, self.col_timeout = n, n + 1, n + 2
-        self.col_return, self.col_length = n + 3, n + 4
 
     def pack(self, out: StepOutput) -> jax.Array:
         """``out`` as one (N, num_obs + 5) float32 array [obs | reward | reset | timeout |
-        episode return | episode length] (columns ``col_*``): one hand-over to the learner."""
+        episode return | episode length]: one hand-over to the learner."""
         f32 = jnp.float32
         tail = [
             out.reward,
@@ -115,14 +112,20 @@ class StepLogic:
         # the task's own draws (commands, goals): a stream folded off the states' key
         carry = task.reset_carry(task.initial_carry(size), frame, jax.random.fold_in(key, 1))
         obs, carry = task.observe(frame, jnp.zeros((size, task.num_actions), jnp.float32), carry)
+        if not task.keeps_carry:
+            carry = ()
         obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
         return FreshPool(qpos, qvel, obs, carry, jnp.zeros((), jnp.int32))
 
+    def _rows(self, next_entry: jax.Array, done: jax.Array) -> jax.Array:
+        """(N,) pool row of every env: the k-th env where ``done`` (N,) gets entry next + k
+        (rows of other envs are meaningless)."""
+        index = next_entry + jnp.cumsum(done) - 1
+        return jnp.clip(index, 0, self.pool_size - 1)
+
     def _take(self, pool: FreshPool, done: jax.Array) -> tuple[FreshPool, ResetState, Any, Any]:
-        """Entries for the envs where ``done`` (N,): the k-th finished env gets entry next + k
-        (the mujoco backend loads physics states from a host copy of the pool by this rule)."""
-        index = pool.next + jnp.cumsum(done) - 1
-        rows = jnp.clip(index, 0, pool.qpos.shape[0] - 1)
+        """Entries for the envs where ``done`` (N,), by :meth:`_rows`."""
+        rows = self._rows(pool.next, done)
 
         def pick(x):
             return x[rows]
@@ -132,14 +135,40 @@ class StepLogic:
         pool = pool._replace(next=pool.next + jnp.sum(done, dtype=jnp.int32))
         return pool, state, pick(pool.obs), carry
 
+    def fresh_carry(
+        self, carry: Any, pool_carry: Any, next_entry: jax.Array, done: jax.Array
+    ) -> Any:
+        """``carry`` with the envs where ``done`` (N,) switched to their pool entries' carry
+        (rows by :meth:`_rows`, ``next_entry`` as before the step)."""
+        rows = self._rows(next_entry, done)
+        return _select(done, jax.tree_util.tree_map(lambda x: x[rows], pool_carry), carry)
+
+    def observe_and_score(
+        self, frame: PhysicsFrame, actions: jax.Array, carry: Any
+    ) -> tuple[jax.Array, jax.Array, jax.Array, Any]:
+        """The task's rules for ``frame`` reached by clipped ``actions`` (N, A): clipped
+        observations (N, num_obs), reward (N,) float32, termination (N,) bool and the carry."""
+        task = self.task
+        obs, new_carry = task.observe(frame, actions, carry)
+        reward, terminated = task.reward_and_termination(obs, actions, new_carry)
+        if not task.keeps_carry:
+            new_carry = carry  # observe's carry only fed the reward
+        obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
+        return obs, reward.astype(jnp.float32), terminated, new_carry
+
     @property
     def pool_size(self) -> int:
         return POOL_FACTOR * self.num_envs
 
+    def new_pool(self, key: jax.Array) -> tuple[jax.Array, FreshPool]:
+        """(the key for the next pool, a new, unused pool of fresh episodes)."""
+        key, sub = jax.random.split(key)
+        return key, self._fill_pool(sub)
+
     def refill(self, bufs: EnvBuffers) -> EnvBuffers:
-        """A new, unused pool of fresh episodes."""
-        key, sub = jax.random.split(bufs.key)
-        return bufs._replace(key=key, pool=self._fill_pool(sub))
+        """``bufs`` with a new, unused pool of fresh episodes."""
+        key, pool = self.new_pool(bufs.key)
+        return bufs._replace(key=key, pool=pool)
 
     def start(self, key: jax.Array) -> tuple[EnvBuffers, ResetState, jax.Array]:
         """Buffers, initial physics state and clipped first observations for all envs."""
@@ -154,20 +183,18 @@ class StepLogic:
     def finish_step(
         self, frame: PhysicsFrame, actions: jax.Array, bufs: EnvBuffers
     ) -> tuple[StepOutput, EnvBuffers, ResetState]:
-        """Rewards and resets for ``frame`` reached by applying clipped ``actions`` (N, A)."""
-        task = self.task
-        obs, carry = task.observe(frame, actions, bufs.carry)
-        reward, terminated = task.reward_and_termination(obs, actions, carry)
+        """Rewards and resets for ``frame`` reached by applying clipped ``actions`` (N, A).
+        (The mujoco backend keeps this bookkeeping on the host: :mod:`.host_episodes`.)"""
+        obs, reward, terminated, carry = self.observe_and_score(frame, actions, bufs.carry)
         progress = bufs.progress + 1
         ep_return = bufs.episode_return + reward
-        timeout = progress >= task.max_episode_length
+        timeout = progress >= self.task.max_episode_length
         done = terminated | timeout
 
         pool, reset_state, reset_obs, reset_carry = self._take(bufs.pool, done)
-        obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
         out = StepOutput(
             obs=jnp.where(done[:, None], reset_obs, obs),
-            reward=reward.astype(jnp.float32),
+            reward=reward,
             reset=done,
             timeout=timeout,
             episode_return=jnp.where(done, ep_return, 0.0),

@@ -20,7 +20,7 @@ from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
 from .model import compile_task_model
-from .step_logic import StepLogic
+from .step_logic import StepLogic, StepOutput
 
 log = logging.getLogger(__name__)
 
@@ -223,8 +223,8 @@ class VecTask:
         if self._states_from_obs:
             self.obs_dict["states"] = obs
 
-    def _publish(self, packed_out: jax.Array | np.ndarray):
-        if isinstance(packed_out, np.ndarray) and self._torch_rl_device.type == "cpu":
+    def _publish(self, packed_out: jax.Array | StepOutput):
+        if isinstance(packed_out, StepOutput):
             return self._publish_host(packed_out)
         packed = self._adopt(packed_out)  # (N, num_obs + 5 [+ ...]), columns as in StepLogic.pack
         obs, tail = packed.split([self.num_obs, packed.shape[1] - self.num_obs], dim=1)
@@ -240,22 +240,20 @@ class VecTask:
         }
         return self.obs_dict, self.rew_buf, self.reset_buf, self.extras
 
-    def _publish_host(self, packed: np.ndarray):
-        """:meth:`_publish` for a host result and a CPU learner, in numpy: right after the
-        physics, torch's per-op dispatch costs several times more than numpy's (this path: 0.09
-        to 0.19 ms per step where the torch one took 0.2 to 0.4 ms, 1024 envs). Fresh tensors
-        every step, as in :meth:`_publish`: observations are a zero-copy view of the result, the
-        rest one copy."""
-        n = self.num_obs
-        tail = packed[:, n : n + 5].T.copy()  # (5, N): reward, reset, timeout, return, length
-        self.obs_buf = torch.from_dlpack(packed[:, :n])
-        self.rew_buf = torch.from_numpy(tail[0])
-        self.reset_buf = torch.from_numpy(tail[1].astype(np.int64))
-        self.timeout_buf = torch.from_numpy(tail[2] > 0.5)
+    def _publish_host(self, out: StepOutput):
+        """:meth:`_publish` for numpy outputs (the mujoco backend), in numpy: right after the
+        physics, torch's per-op dispatch costs several times more than numpy's. Fresh tensors
+        every step, as in :meth:`_publish`: zero-copy views of the step's own arrays."""
+        cpu = self._torch_rl_device.type == "cpu"
+        adopt = torch.from_numpy if cpu else self._adopt
+        self.obs_buf = adopt(out.obs)
+        self.rew_buf = adopt(out.reward)
+        self.reset_buf = adopt(out.reset.astype(np.int64))
+        self.timeout_buf = adopt(out.timeout)
         self._set_obs(self.obs_buf)
         self.extras = {
             "time_outs": self.timeout_buf,
-            "episode_return": torch.from_numpy(tail[3]),
-            "episode_length": torch.from_numpy(tail[4]),
+            "episode_return": adopt(out.episode_return),
+            "episode_length": adopt(out.episode_length.astype(np.float32)),
         }
         return self.obs_dict, self.rew_buf, self.reset_buf, self.extras

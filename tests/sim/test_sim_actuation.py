@@ -64,7 +64,7 @@ def test_world_batch_offsets_controls_and_restarts_activations(model):
     np.testing.assert_allclose(act[:, 0], [0.5 * 2 * 0.05, -1.0 * 2 * 0.05], atol=1e-12)
     np.testing.assert_allclose(worlds._ctrl[:, 0, 1], [0.3, -0.3])  # position target + offset
     qpos = np.array([[0.25, 0.7], [-0.5, -1.2]])
-    worlds.load(np.array([False, True]), qpos[1:], np.zeros((1, 2)))
+    worlds.load(np.array([1]), qpos[1:], np.zeros((1, 2)))
     np.testing.assert_allclose(worlds.state[1, worlds.act_slice], [-1.2])  # joint b's new pose
     np.testing.assert_allclose(worlds.state[0, worlds.act_slice], act[0])  # untouched world
     worlds.close()

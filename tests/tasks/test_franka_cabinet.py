@@ -129,11 +129,17 @@ def test_observation_every_slot(task):
         assert o[i, 21] == pytest.approx(openings[i], abs=1e-7)  # drawer opening
         assert o[i, 22] == pytest.approx(qvel[i, 9], abs=1e-7)  # drawer velocity
         # forward (z) . drawer inward (-x), up (y) . drawer up (z)
-        np.testing.assert_allclose(np.asarray(carry.dots[i]), [-rot[0, 2], rot[2, 1]], atol=2e-6)
-        np.testing.assert_allclose(np.asarray(carry.fingers[i]), [left, right], atol=2e-6)
-        np.testing.assert_allclose(np.asarray(carry.handle[i]), handle, atol=2e-6)
+        np.testing.assert_allclose(_row(carry.dots, i), [-rot[0, 2], rot[2, 1]], atol=2e-6)
+        np.testing.assert_allclose(_row(carry.left, i), left, atol=2e-6)
+        np.testing.assert_allclose(_row(carry.right, i), right, atol=2e-6)
+        np.testing.assert_allclose(_row(carry.handle, i), handle, atol=2e-6)
     # the default pose is aimed at the drawer: forward points 64 deg off inward, up nearly up
-    np.testing.assert_allclose(np.asarray(carry.dots[1]), [0.4369, 0.9912], atol=1e-3)
+    np.testing.assert_allclose(_row(carry.dots, 1), [0.4369, 0.9912], atol=1e-3)
+
+
+def _row(components, i):
+    """Env i of a component tuple (arrays (N,), or floats the model fixes)."""
+    return [float(np.broadcast_to(np.asarray(c), (4,))[i]) for c in components]
 
 
 # --- rewards ---------------------------------------------------------------------------------
@@ -179,7 +185,12 @@ def test_reward_by_hand(task, case):
     obs = np.zeros((1, 23))
     obs[0, 18:21], obs[0, 21] = to_target, opening
     (lx, lz), (rx, rz) = fingers
-    carry = GraspCarry(_f32([dots]), _f32([[[lx, 0.0, lz], [rx, 0.0, rz]]]), _f32([HANDLE]))
+    carry = GraspCarry(
+        tuple(_f32([x]) for x in dots),
+        (_f32([lx]), 0.0, _f32([lz])),
+        (_f32([rx]), 0.0, _f32([rz])),
+        tuple(_f32([x]) for x in HANDLE),
+    )
     actions = np.zeros((1, 9))
     actions[0, :2] = act, -act
     reward, terminated = task.reward_and_termination(_f32(obs), _f32(actions), carry)

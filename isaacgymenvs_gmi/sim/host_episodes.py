@@ -1,0 +1,50 @@
+"""Episode counters kept in host memory, for a backend whose step results land there.
+
+The same bookkeeping as :meth:`StepLogic.finish_step` (progress, returns, timeouts, totals of
+finished episodes), in numpy: right after MuJoCo's physics, a few numpy operations on (N,)
+vectors cost less than carrying these buffers through the jitted step (FrankaCabinet step tail
+with publishing, both in one process: 1.04 -> 0.84 ms at 4096 envs, 0.43 -> 0.33 ms at 1024).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .step_logic import StepOutput
+
+
+class HostEpisodes:
+    """Progress and return of N envs' current episodes, and totals of the finished ones."""
+
+    def __init__(self, num_envs: int, max_episode_length: int):
+        self.max_episode_length = int(max_episode_length)
+        self.progress = np.zeros(num_envs, np.int32)  # (N,) steps taken in the episode
+        self.episode_return = np.zeros(num_envs, np.float32)  # (N,) undiscounted reward so far
+        self.totals = np.zeros(3)  # summed return and length of finished episodes, their count
+
+    def timeouts(self) -> np.ndarray:
+        """(N,) bool: the envs whose coming step reaches the episode length limit (known
+        before the step: a backend that keeps task carries needs it to reset them)."""
+        return self.progress >= self.max_episode_length - 1
+
+    def advance(
+        self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, timeout: np.ndarray
+    ) -> tuple[StepOutput, np.ndarray]:
+        """Count one step with reward (N,) float32, termination and ``timeouts()`` (N,) bool.
+
+        Returns the step's :class:`StepOutput` (numpy; ``obs`` (N, num_obs) passed through,
+        ``reset`` bool) and the indices (k,) of the finished envs, whose counters restart."""
+        self.progress += 1
+        self.episode_return += reward
+        done = terminated | timeout
+        finished = np.flatnonzero(done)
+        episode_return = np.zeros_like(self.episode_return)
+        episode_length = np.zeros(len(done), np.int32)
+        if finished.size:
+            episode_return[finished] = self.episode_return[finished]
+            episode_length[finished] = self.progress[finished]
+            self.totals += (episode_return.sum(), episode_length.sum(), finished.size)
+            self.progress[finished] = 0
+            self.episode_return[finished] = 0.0
+        out = StepOutput(obs, np.array(reward), done, timeout, episode_return, episode_length)
+        return out, finished
