@@ -237,7 +237,7 @@ class FrankaCabinet(TaskLogic):
             [
                 dof_scaled,
                 v[:, self.dof_qvel] * self.dof_vel_scale,
-                jnp.stack(jnp.broadcast_arrays(*to_handle), axis=-1),
+                jnp.stack(to_handle, axis=-1),
                 q[:, self.drawer_qpos, None],
                 v[:, self.drawer_qvel, None],
             ],

@@ -33,13 +33,14 @@ class HostEpisodes:
         """Count one step with reward (N,) float32, termination and ``timeouts()`` (N,) bool.
 
         Returns the step's :class:`StepOutput` (numpy; ``obs`` (N, num_obs) passed through,
-        ``reset`` bool) and the indices (k,) of the finished envs, whose counters restart."""
+        ``reset`` bool, ``episode_length`` float32 as in the packed outputs) and the indices (k,)
+        of the finished envs, whose counters restart."""
         self.progress += 1
         self.episode_return += reward
         done = terminated | timeout
         finished = np.flatnonzero(done)
         episode_return = np.zeros_like(self.episode_return)
-        episode_length = np.zeros(len(done), np.int32)
+        episode_length = np.zeros(len(done), np.float32)
         if finished.size:
             episode_return[finished] = self.episode_return[finished]
             episode_length[finished] = self.progress[finished]

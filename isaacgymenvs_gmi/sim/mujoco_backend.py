@@ -136,8 +136,7 @@ class MujocoBackend(PhysicsBackend):
         nq, nv, ns = model.nq, model.nv, model.nsensordata
         self._host = aligned_empty((logic.num_envs, nq + nv + ns), np.float32)
         self._actions = aligned_empty((logic.num_envs, logic.task.num_actions), np.float32)
-        cuts = (nq, nq + nv)
-        self._cuts_end = nq + nv
+        cuts = self._cuts = (nq, nq + nv)
 
         def score(host, actions, carry, renew=None):
             """-> (N, num_obs + 2) [clipped obs | reward | terminated] and the task's carry;
@@ -208,7 +207,7 @@ class MujocoBackend(PhysicsBackend):
         np.clip(actions, -logic.clip_actions, logic.clip_actions, out=clipped)
         ctrl = clipped if self._ctrl_identity else clipped[:, logic.ctrl_index]
         w.step(ctrl, logic.ctrl_scale, self._ctrl_offset)
-        b = self._cuts_end
+        b = self._cuts[1]
         host[:, :b], host[:, b:] = w.qpos_qvel, w.sensordata
         timeout = self._episodes.timeouts()
         # the k-th finished env takes pool entry first + k, as in StepLogic._rows

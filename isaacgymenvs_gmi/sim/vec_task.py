@@ -254,6 +254,6 @@ class VecTask:
         self.extras = {
             "time_outs": self.timeout_buf,
             "episode_return": adopt(out.episode_return),
-            "episode_length": adopt(out.episode_length.astype(np.float32)),
+            "episode_length": adopt(out.episode_length),
         }
         return self.obs_dict, self.rew_buf, self.reset_buf, self.extras
