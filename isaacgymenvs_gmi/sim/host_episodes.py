@@ -22,21 +22,18 @@ class HostEpisodes:
         self.episode_return = np.zeros(num_envs, np.float32)  # (N,) undiscounted reward so far
         self.totals = np.zeros(3)  # summed return and length of finished episodes, their count
 
-    def timeouts(self) -> np.ndarray:
-        """(N,) bool: the envs whose coming step reaches the episode length limit (known
-        before the step: a backend that keeps task carries needs it to reset them)."""
-        return self.progress >= self.max_episode_length - 1
-
     def advance(
-        self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, timeout: np.ndarray
+        self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray
     ) -> tuple[StepOutput, np.ndarray]:
-        """Count one step with reward (N,) float32, termination and ``timeouts()`` (N,) bool.
+        """Count one step with reward (N,) float32 and termination (N,) bool; episodes that
+        reach the length limit time out.
 
         Returns the step's :class:`StepOutput` (numpy; ``obs`` (N, num_obs) passed through,
         ``reset`` bool, ``episode_length`` float32 as in the packed outputs) and the indices (k,)
         of the finished envs, whose counters restart."""
         self.progress += 1
         self.episode_return += reward
+        timeout = self.progress >= self.max_episode_length
         done = terminated | timeout
         finished = np.flatnonzero(done)
         episode_return = np.zeros_like(self.episode_return)

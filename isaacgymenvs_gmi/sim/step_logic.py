@@ -135,14 +135,6 @@ class StepLogic:
         pool = pool._replace(next=pool.next + jnp.sum(done, dtype=jnp.int32))
         return pool, state, pick(pool.obs), carry
 
-    def fresh_carry(
-        self, carry: Any, pool_carry: Any, next_entry: jax.Array, done: jax.Array
-    ) -> Any:
-        """``carry`` with the envs where ``done`` (N,) switched to their pool entries' carry
-        (rows by :meth:`_rows`, ``next_entry`` as before the step)."""
-        rows = self._rows(next_entry, done)
-        return _select(done, jax.tree_util.tree_map(lambda x: x[rows], pool_carry), carry)
-
     def observe_and_score(
         self, frame: PhysicsFrame, actions: jax.Array, carry: Any
     ) -> tuple[jax.Array, jax.Array, jax.Array, Any]:

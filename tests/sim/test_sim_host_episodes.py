@@ -18,8 +18,8 @@ def test_counters_follow_a_per_env_reference():
         reward = rng.normal(size=N).astype(np.float32)
         terminated = rng.random(N) < 0.15
         obs = rng.normal(size=(N, 3)).astype(np.float32)
-        timeout = episodes.timeouts()
-        out, done_rows = episodes.advance(obs, reward, terminated, timeout)
+        out, done_rows = episodes.advance(obs, reward, terminated)
+        timeout = out.timeout
 
         assert out.obs is obs
         np.testing.assert_array_equal(out.reward, reward)
@@ -50,9 +50,7 @@ def test_no_episode_outlives_the_limit():
     never = np.zeros(2, bool)
     lengths = []
     for _ in range(3 * LIMIT):
-        out, _ = episodes.advance(
-            np.zeros((2, 1)), np.ones(2, np.float32), never, episodes.timeouts()
-        )
+        out, _ = episodes.advance(np.zeros((2, 1)), np.ones(2, np.float32), never)
         lengths.append(out.episode_length.copy())
     ended = np.flatnonzero(np.asarray(lengths)[:, 0])
     np.testing.assert_array_equal(ended, [LIMIT - 1, 2 * LIMIT - 1, 3 * LIMIT - 1])
