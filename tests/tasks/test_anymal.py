@@ -277,6 +277,34 @@ def test_timeout_from_episode_length_s(task_cfg, step_env):
         env.close()
 
 
+def test_every_episode_keeps_the_commands_its_first_observation_shows(task_cfg, step_env):
+    """Resets hand finished envs a new episode's task carry (the mujoco backend swaps it in on
+    the host): the commands in the observations stay those of the episode's first observation,
+    and change from one episode to the next."""
+    cfg = task_cfg("Anymal")
+    cfg["env"]["learn"]["episodeLength_s"] = 0.1  # 5 steps of 0.02 s
+    env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend="mujoco", num_threads=1))
+    try:
+        shown = env.obs_buf[:, 9:12].numpy().copy()  # (N, 3) scaled commands of each episode
+        episodes = [shown.copy()]
+        rng = np.random.default_rng(0)
+        for step in range(1, 16):
+            obs, _, reset, _ = step_env(env, rng.normal(0.0, 0.5, (N, 12)))
+            commands = obs["obs"][:, 9:12].numpy()
+            done = reset.bool().numpy()
+            assert done.tolist() == [step % 5 == 0] * N
+            # a finished env returns its new episode's first observation
+            np.testing.assert_array_equal(commands[~done], shown[~done])
+            if done.any():
+                shown = commands.copy()
+                episodes.append(shown)
+    finally:
+        env.close()
+    assert len(episodes) == 4
+    for before, after in zip(episodes, episodes[1:], strict=False):
+        assert (np.abs(before - after).max(axis=1) > 1e-3).all()
+
+
 # --------------------------------------------------------------------------------------------
 # MuJoCo (C, float64) vs MJX (float32)
 # --------------------------------------------------------------------------------------------
