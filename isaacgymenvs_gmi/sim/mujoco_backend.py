@@ -238,8 +238,9 @@ class MujocoBackend(PhysicsBackend):
         b = self._cuts[1]
         host[:, :b], host[:, b:] = w.qpos_qvel, w.sensordata
         packed, carry = self._score(host, clipped, self._carry)  # numpy in, read in place
-        for mine, new in zip(self._carry_leaves, jax.tree_util.tree_leaves(carry), strict=True):
-            np.copyto(mine, new)
+        if self._carry_leaves:
+            for mine, new in zip(self._carry_leaves, jax.tree_util.tree_leaves(carry), strict=True):
+                np.copyto(mine, new)
         n = logic.task.num_obs
         view = writable_view(packed)  # JAX never reads this result again
         obs = view[:, :n]

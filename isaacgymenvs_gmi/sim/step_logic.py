@@ -117,15 +117,10 @@ class StepLogic:
         obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
         return FreshPool(qpos, qvel, obs, carry, jnp.zeros((), jnp.int32))
 
-    def _rows(self, next_entry: jax.Array, done: jax.Array) -> jax.Array:
-        """(N,) pool row of every env: the k-th env where ``done`` (N,) gets entry next + k
-        (rows of other envs are meaningless)."""
-        index = next_entry + jnp.cumsum(done) - 1
-        return jnp.clip(index, 0, self.pool_size - 1)
-
     def _take(self, pool: FreshPool, done: jax.Array) -> tuple[FreshPool, ResetState, Any, Any]:
-        """Entries for the envs where ``done`` (N,), by :meth:`_rows`."""
-        rows = self._rows(pool.next, done)
+        """Entries for the envs where ``done`` (N,): the k-th finished env gets entry next + k
+        (rows picked for other envs are meaningless)."""
+        rows = jnp.clip(pool.next + jnp.cumsum(done) - 1, 0, self.pool_size - 1)
 
         def pick(x):
             return x[rows]
