@@ -10,9 +10,14 @@ by step, so machine noise hits both; the ratio of the summed times is reported p
 >= 0.90), with the same ratio per round of steps to show the machine's noise within the run.
 With a GPU, also MJX env steps/s per task at 4096, 8192 and 16384 envs.
 
+Each task runs at its own config's numEnvs (what ``python train.py task=<task>`` steps: 4096,
+ShadowHand 16384) unless ``--envs`` sets one world count for all; the step's roughly fixed cost
+weighs more at fewer worlds, so ``--envs 1024`` shows the small-batch side.
+
     python bench/env_throughput.py [--tasks Ant Humanoid ...] [--envs 1024] [--rounds 7]
 
-Results: bench/results/env_throughput.json at 1024 envs, env_throughput_<envs>.json otherwise.
+Results: bench/results/env_throughput.json at the tasks' own numEnvs, env_throughput_<envs>.json
+with ``--envs``.
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ from isaacgymenvs_gmi.tasks import get_task_class
 TASKS = ("Ant", "Humanoid", "Anymal", "BallBalance", "FrankaCabinet", "ShadowHand")
 
 
-def task_config(task: str, num_envs: int) -> dict:
-    cfg = compose(f"task={task}", f"num_envs={num_envs}")
-    return OmegaConf.to_container(cfg.task, resolve=True)
+def task_config(task: str, num_envs: int | None = None) -> dict:
+    """The task's config as ``train.py`` composes it, at ``num_envs`` worlds (None: its own)."""
+    overrides = [f"task={task}"] + ([f"num_envs={num_envs}"] if num_envs else [])
+    return OmegaConf.to_container(compose(*overrides).task, resolve=True)
 
 
 class BareStepping:
@@ -70,9 +76,10 @@ class BareStepping:
         self.state[:] = self.out[:, -1]
 
 
-def cpu_ratio(task: str, num_envs: int, rounds: int, steps: int) -> dict:
+def cpu_ratio(task: str, num_envs: int | None, rounds: int, steps: int) -> dict:
     threads = available_cores()
     cfg = task_config(task, num_envs)
+    num_envs = int(cfg["env"]["numEnvs"])
     env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend="mujoco", num_threads=threads))
     worlds, logic = env.backend.worlds, env.backend.logic
     bare = BareStepping(cfg, num_envs, threads)
@@ -146,7 +153,7 @@ def gpu_mjx(task: str, sizes=(4096, 8192, 16384), steps: int = 50) -> list[dict]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
-    p.add_argument("--envs", type=int, default=1024)
+    p.add_argument("--envs", type=int, default=None, help="worlds per task (default: its own)")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--steps", type=int, default=40)
     args = p.parse_args()
@@ -168,8 +175,8 @@ def main() -> None:
         "cpu_mujoco": cpu,
         "gpu_mjx": gpu if gpu else "not measured: no GPU on this machine",
     }
-    # the reference size keeps the plain name; other sizes sit beside it
-    write_result("env_throughput" if args.envs == 1024 else f"env_throughput_{args.envs}", result)
+    # the tasks' own sizes keep the plain name; one size for all sits beside it
+    write_result(f"env_throughput_{args.envs}" if args.envs else "env_throughput", result)
 
 
 if __name__ == "__main__":
