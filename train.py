@@ -26,7 +26,7 @@ warnings.filterwarnings("ignore", message=".*version_base.*")
 
 @hydra.main(version_base="1.1", config_path="cfg", config_name="config")
 def main(cfg: DictConfig) -> None:
-    from isaacgymenvs_gmi.gmi.launcher import GmiFailure
+    from isaacgymenvs_gmi.gmi.spawn import GmiFailure
     from isaacgymenvs_gmi.launch import plan_run, run
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 

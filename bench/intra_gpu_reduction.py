@@ -46,9 +46,9 @@ def _gmi(rank: int, k: int, port: int, rounds: int, out) -> None:
     import torch
     import torch.distributed as dist
 
-    from isaacgymenvs_gmi.comm.collectives import RoutedCollectives
     from isaacgymenvs_gmi.comm.cuda_ipc import CudaIpcCollectives
-    from isaacgymenvs_gmi.comm.shm import SharedMemoryCollectives
+    from isaacgymenvs_gmi.comm.routing import RoutedCollectives
+    from isaacgymenvs_gmi.comm.shared_memory import SharedMemoryCollectives
 
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)

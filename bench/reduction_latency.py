@@ -40,10 +40,10 @@ def _gmi(rank: int, g: int, t: int, port: int, rounds: int, out) -> None:
     import torch
     import torch.distributed as dist
 
-    from isaacgymenvs_gmi.comm.reduction import make_reducer
+    from isaacgymenvs_gmi.comm.reducers import make_reducer
+    from isaacgymenvs_gmi.comm.routing import build_collectives
     from isaacgymenvs_gmi.comm.selector import mrr_valid, select_strategy
-    from isaacgymenvs_gmi.comm.transport import build_collectives
-    from isaacgymenvs_gmi.gmi.layout import GmiLayout
+    from isaacgymenvs_gmi.placement.layout import GmiLayout
 
     torch.set_num_threads(1)
     layout = GmiLayout(1, g, t)

@@ -1,9 +1,9 @@
-"""From a composed Hydra config to a run: validate everything, then train on one or more GMIs.
+"""From a composed Hydra config to a run: validate everything, then dispatch to the GMIs.
 
 :func:`plan_run` checks everything a run depends on and fails with a :class:`ConfigError` naming
-the key before any simulator, process or file is created. :func:`run` executes the plan: in this
-process for one GMI, as this rank's GMI under ``torchrun``, or through the GMI launcher.
-:func:`train` is the body of one GMI, with the cross-GMI collectives passed in.
+the key before any simulator, process or file is created. :func:`run` executes the plan with the
+body registered for its mode (:mod:`isaacgymenvs_gmi.runners`): in this process for one GMI, as
+this rank's GMI under ``torchrun``, or in GMI processes spawned on this node.
 """
 
 from __future__ import annotations
@@ -11,62 +11,33 @@ from __future__ import annotations
 import logging
 import os
 import random
-from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
-from isaacgymenvs_gmi.comm.selector import mrr_valid
-from isaacgymenvs_gmi.comm.transport import ipc_possible
+from isaacgymenvs_gmi.comm import ipc_possible, mrr_valid
 from isaacgymenvs_gmi.config import (
     ConfigError,
     GmiConfig,
+    TrainSettings,
     detect_platform,
     report_ignored_keys,
     resolve_sim_settings,
     validate_train_config,
 )
-from isaacgymenvs_gmi.gmi.backends import layout_for, plan_node
-from isaacgymenvs_gmi.gmi.inventory import Inventory, detect_inventory
-from isaacgymenvs_gmi.gmi.layout import GmiLayout
-from isaacgymenvs_gmi.plan import RunPlan
+from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
+from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
+from isaacgymenvs_gmi.placement.backends import layout_for, node_layout
+from isaacgymenvs_gmi.placement.inventory import Inventory, detect_inventory
+from isaacgymenvs_gmi.placement.layout import GmiLayout
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
+from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
+from isaacgymenvs_gmi.runners import BODIES, RunResult, body_for
 from isaacgymenvs_gmi.tasks import UnknownTaskError, get_task_class
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
 
 log = logging.getLogger(__name__)
 
 Platform = tuple[bool, tuple[str, ...], bool]  # (CUDA available, JAX platforms, warp installed)
-
-
-@dataclass
-class RunResult:
-    mean_reward: float | None  # mean return of the episodes finished last (training or play)
-    mean_length: float | None
-    frames: int  # this GMI's env steps
-    experiment_dir: str | None
-    history: list[tuple[int, float, float]]  # (frame, wall time s, mean reward), training only
-
-
-def _torchrun_world() -> tuple[int, int] | None:
-    """(world size, ranks per node) when this process is a rank started by torchrun."""
-    if "TORCHELASTIC_RUN_ID" in os.environ and "LOCAL_WORLD_SIZE" in os.environ:
-        return int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_WORLD_SIZE"])
-    return None
-
-
-def _torchrun_layout(gmi: GmiConfig, devices: int, world: tuple[int, int]) -> GmiLayout:
-    """Match torchrun's ranks to devices: per node, ranks = devices x GMIs per device."""
-    size, per_node = world
-    if per_node % devices:
-        raise ConfigError("gmi.num_gpus", devices, f"must divide --nproc_per_node={per_node}")
-    per_device = per_node // devices
-    if gmi.per_gpu not in (1, per_device):  # 1 is the default: torchrun's count decides
-        raise ConfigError(
-            "gmi.per_gpu", gmi.per_gpu, f"torchrun starts {per_node} ranks on {devices} device(s)"
-        )
-    return GmiLayout(num_nodes=size // per_node, devices_per_node=devices, per_device=per_device)
 
 
 def plan_run(
@@ -88,15 +59,16 @@ def plan_run(
     sim = resolve_sim_settings(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
     )
-    if gmi.mode != "sync":
-        raise ConfigError("gmi.mode", gmi.mode, "only sync (PPO) is available in this version")
+    if gmi.mode not in BODIES:
+        raise ConfigError("gmi.mode", gmi.mode, f"available in this version: {', '.join(BODIES)}")
     if cfg.test and not cfg.checkpoint:
         raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
     if cfg.checkpoint and not os.path.isfile(str(cfg.checkpoint)):
         raise ConfigError("checkpoint", cfg.checkpoint, "no such file")
-    node = plan_node(gmi, inventory or _inventory(cuda))
-    world = _torchrun_world()
-    layout = _torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
+    train = TrainSettings.from_cfg(cfg)
+    node = node_layout(gmi, inventory or _inventory(cuda))
+    world = torchrun_world(os.environ)
+    layout = torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
     if gmi.comm == "mrr" and layout.world_size > 1 and not mrr_valid(layout.mpl()):
         raise ConfigError(
             "gmi.comm",
@@ -117,6 +89,8 @@ def plan_run(
     seed = int(cfg.seed)
     if seed == -1:
         seed = random.randint(0, 10000)
+    task_config = OmegaConf.to_container(cfg.task, resolve=True)
+    task_config["env"]["numEnvs"] = int(num_envs)
     return RunPlan(
         task_name=cfg.task_name,
         num_envs=int(num_envs),
@@ -125,6 +99,9 @@ def plan_run(
         gmi=gmi,
         gmi_backend=node.backend,
         layout=layout,
+        train=train,
+        task_config=task_config,
+        train_params=OmegaConf.to_container(cfg.train, resolve=True)["params"],
         test=bool(cfg.test),
         checkpoint=str(cfg.checkpoint) or None,
         under_torchrun=world is not None,
@@ -139,126 +116,14 @@ def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
     """Execute ``plan``; returns GMI 0's result (None on ranks other than 0 under torchrun)."""
     plan = plan or plan_run(cfg)
     report_ignored_keys(cfg, log)
-    container = OmegaConf.to_container(cfg, resolve=True)
+    body = body_for(plan.mode)
     if plan.under_torchrun:
-        from isaacgymenvs_gmi.gmi.worker import gmi_main
-
-        return gmi_main(container, plan)
+        return gmi_main(plan, body)
     if plan.world_size == 1:
-        return train(container, plan)
-    from isaacgymenvs_gmi.gmi.launcher import launch_gmis
-
+        return run_in_process(plan, body)
     total = plan.num_envs * plan.world_size
     log.info("%d envs per GMI x %d GMIs = %d envs", plan.num_envs, plan.world_size, total)
-    return launch_gmis(container, plan)
+    return spawn_gmis(plan, body)
 
 
-def seed_everything(seed: int, deterministic: bool) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
-    if deterministic:
-        torch.backends.cudnn.benchmark = False
-        torch.backends.cudnn.deterministic = True
-        torch.use_deterministic_algorithms(True)
-
-
-def train(
-    cfg: dict[str, Any],
-    plan: RunPlan,
-    *,
-    sync=None,
-    resources=None,
-    scratch_dir: str | None = None,
-) -> RunResult:
-    """One GMI's training (or play) run. ``sync`` (a GmiSync) is None for a single GMI."""
-    from rl_games.torch_runner import Runner
-
-    from isaacgymenvs_gmi.patches import apply_all
-    from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver
-    from isaacgymenvs_gmi.rl.train_config import rlgames_params
-    from isaacgymenvs_gmi.rl.vecenv import register_env
-    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
-
-    rank = sync.rank if sync is not None else 0
-    seed = plan.seed + rank  # applied once; rl-games' own rank offset is never enabled
-    sim_device = resources.sim_device if resources else plan.sim.sim_device
-    rl_device = resources.rl_device if resources else plan.sim.rl_device
-    cfg_node = OmegaConf.create(cfg)
-    apply_all()
-    seed_everything(seed, bool(cfg["torch_deterministic"]))
-    physics = PhysicsOptions(
-        backend=plan.sim.backend, mjx_impl=plan.sim.mjx_impl, assets_root=plan.sim.assets_root
-    )
-    task_cfg = dict(cfg["task"], env={**cfg["task"]["env"], "numEnvs": plan.num_envs})
-    envs: list[VecTask] = []
-    central_value = cfg["train"]["params"]["config"].get("central_value_config") is not None
-
-    def create_env(**_: Any) -> VecTask:
-        env = VecTask(
-            task_cfg,
-            rl_device,
-            sim_device,
-            physics=physics,
-            seed=seed,
-            states_for_critic=central_value,
-        )
-        envs.append(env)
-        return env
-
-    register_env(create_env)
-    params = rlgames_params(
-        cfg_node, rl_device=rl_device, seed=seed, num_envs=plan.num_envs, threads=available_cores()
-    )
-    if sync is not None:
-        params["config"]["print_stats"] = False  # the GMI progress line replaces it
-        if rank != 0:  # nothing of GMI i > 0 lands in the user's run folder
-            params["config"]["train_dir"] = scratch_dir
-    log.info(
-        "%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s",
-        plan.task_name,
-        plan.num_envs,
-        seed,
-        plan.sim.backend,
-        sim_device,
-        rl_device,
-    )
-    observer = EpisodeStatsObserver(verbose=sync is None)
-    runner = Runner(observer)
-    if sync is not None:
-        from isaacgymenvs_gmi.runners.ppo_agent import GmiPpoAgent
-
-        runner.algo_factory.register_builder(
-            "a2c_continuous", lambda **kw: GmiPpoAgent(sync=sync, **kw)
-        )
-    runner.load({"params": params})
-    runner.reset()
-    runner.run(
-        {
-            "train": not plan.test,
-            "play": plan.test,
-            "checkpoint": plan.checkpoint,
-            "sigma": None if cfg["sigma"] == "" else float(cfg["sigma"]),
-        }
-    )
-    for env in envs:
-        env.close()
-    writer = getattr(observer.algo, "writer", None)
-    if writer is not None:
-        writer.close()  # flush; an open tensorboardX writer thread errors at interpreter exit
-    if plan.test:
-        played = envs[-1].episode_totals() if envs else (None, None)
-        print(f"mean episode reward: {played[0]:.3f}, mean episode length: {played[1]:.1f}")
-        return RunResult(played[0], played[1], 0, None, [])
-    algo = observer.algo
-    return RunResult(
-        mean_reward=observer.mean_reward,
-        mean_length=observer.mean_length,
-        frames=int(getattr(algo, "frame", 0)),
-        experiment_dir=getattr(algo, "experiment_dir", None) if rank == 0 else None,
-        history=observer.history,
-    )
-
-
-__all__ = ["RunPlan", "RunResult", "plan_run", "run", "train"]
+__all__ = ["RunPlan", "RunResult", "plan_run", "run"]

@@ -25,7 +25,7 @@ def profile_for(per_gpu: int, memory_gb: int) -> str:
     return f"{slices}g.{memory_gb * MEMORY_EIGHTHS[slices] // 8}gb"
 
 
-def plan_commands(per_gpu: int, gpus: list[int], memory_gb: int) -> list[str]:
+def mig_setup_commands(per_gpu: int, gpus: list[int], memory_gb: int) -> list[str]:
     profile = profile_for(per_gpu, memory_gb)
     cmds = []
     for g in gpus:
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         gpus = [int(x) for x in args.gpus.split(",") if x.strip()]
-        print("\n".join(plan_commands(args.per_gpu, gpus, args.memory_gb)))
+        print("\n".join(mig_setup_commands(args.per_gpu, gpus, args.memory_gb)))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,10 +1,10 @@
 """Small, documented changes to rl-games behaviour, each applied explicitly.
 
-Process-wide, by the launcher (:func:`apply_all`):
+Process-wide, by the sync-PPO body in every GMI (:func:`apply_all`):
 
 - :mod:`.atomic_checkpoint`: checkpoints are written to a temporary file and renamed into place.
 
-Per agent, by the GMI PPO agent (``runners/ppo_agent.py``) when GMIs are active:
+Per agent, by the GMI PPO agent (``runners/sync_ppo/agent.py``) when GMIs are active:
 
 - :mod:`.synced_normalizers`: observation, value and critic-state normalisers update from the
   union batch of all GMIs, so they agree bit for bit.
@@ -16,7 +16,7 @@ Per agent, by the GMI PPO agent (``runners/ppo_agent.py``) when GMIs are active:
 The agent itself overrides three rl-games methods rather than patching them:
 ``trancate_gradients_and_step`` (gradients reduced by the layout's strategy, then rl-games'
 clipping and step), ``prepare_dataset`` (through :mod:`.synced_advantages`) and ``train_epoch``
-(fault injection, replica fingerprint checks, merged episode statistics); its scheduler is
+(the epoch hook, replica fingerprint checks, merged episode statistics); its scheduler is
 wrapped so adaptive learning rates follow the KL averaged over GMIs. It never sets rl-games'
 ``multi_gpu``.
 """

@@ -4,7 +4,7 @@ Consecutive parameters share a bucket up to ``bucket_elems`` elements (a larger 
 a bucket of its own; the transport chunks it). Buckets are preallocated float32 buffers on the
 gradients' device, built once per set of parameters that have gradients, so a steady-state
 update allocates nothing. A transport that needs host memory stages a GPU bucket itself
-(:class:`~isaacgymenvs_gmi.comm.collectives.RoutedCollectives`).
+(:class:`~isaacgymenvs_gmi.comm.routing.RoutedCollectives`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class Bucket:
     flat: torch.Tensor  # (sum(sizes),) float32 on the gradients' device
 
 
-def plan_buckets(sizes: list[int], bucket_elems: int) -> list[list[int]]:
+def bucket_groups(sizes: list[int], bucket_elems: int) -> list[list[int]]:
     """Group consecutive tensor positions so each group holds <= ``bucket_elems`` elements
     (a tensor over the limit is alone in its group)."""
     groups: list[list[int]] = []
@@ -77,6 +77,6 @@ class GradientBuckets:
                     sizes=[sizes[i] for i in group],
                     flat=torch.empty(sum(sizes[i] for i in group), device=grads[0].device),
                 )
-                for group in plan_buckets(sizes, self.bucket_elems)
+                for group in bucket_groups(sizes, self.bucket_elems)
             ]
         return self._plans[key]

@@ -3,8 +3,9 @@
 ``TorchCollectives`` runs them through torch.distributed process groups (gloo on the host, NCCL
 across GPUs). ``ThreadCollectives`` is its in-process twin: each simulated GMI is a thread, and a
 group's members meet at a barrier, so a whole layout runs in one process under a debugger.
-``RoutedCollectives`` sends each group to the transport that carries it.
-Groups are plain tuples of GMI ids; the transport maps them to its own handles.
+The shared-memory and CUDA IPC transports live in their own modules; which transport carries
+which group is decided in :mod:`.routing`. Groups are plain tuples of GMI ids; the transport maps
+them to its own handles.
 """
 
 from __future__ import annotations
@@ -121,48 +122,3 @@ class ThreadCollectives:
         if len(group) > 1:
             seen = self._exchange(t, group)
             t.copy_(seen[src])
-
-
-class RoutedCollectives:
-    """Each group to the transport that carries it (``routes``), others to ``default``.
-
-    A transport with a ``device`` attribute gets its tensors there: a tensor elsewhere is
-    copied into a staging buffer (pinned host memory for a GPU tensor), and the result back.
-    That is the host-staged path for a GPU's gradients over shared memory or gloo."""
-
-    def __init__(self, default: Collectives, routes: dict[Group, Collectives]):
-        self.rank = default.rank
-        self.default = default
-        self.routes = {tuple(sorted(g)): c for g, c in routes.items()}
-        self._staging: dict[tuple, torch.Tensor] = {}
-
-    def _route(self, group: Group) -> Collectives:
-        return self.routes.get(tuple(sorted(group)), self.default)
-
-    def _run(self, group: Group, t: torch.Tensor, op) -> None:
-        if len(group) < 2:
-            return
-        transport = self._route(group)
-        device = getattr(transport, "device", None)
-        if device is None or t.device == device:
-            op(transport, t)
-            return
-        key = (device, t.dtype, t.numel())
-        if key not in self._staging:
-            pin = device.type == "cpu" and t.device.type == "cuda"
-            self._staging[key] = torch.empty(
-                t.numel(), dtype=t.dtype, device=device, pin_memory=pin
-            )
-        staged = self._staging[key]
-        staged.copy_(t.reshape(-1))
-        op(transport, staged)
-        t.copy_(staged.view_as(t))
-
-    def all_reduce(self, t, group):
-        self._run(group, t, lambda c, x: c.all_reduce(x, group))
-
-    def reduce(self, t, dst, group):
-        self._run(group, t, lambda c, x: c.reduce(x, dst, group))
-
-    def broadcast(self, t, src, group):
-        self._run(group, t, lambda c, x: c.broadcast(x, src, group))

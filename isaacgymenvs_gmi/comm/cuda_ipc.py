@@ -19,7 +19,8 @@ import torch
 from torch.multiprocessing.reductions import reduce_tensor
 
 from .collectives import Group
-from .shm import DEFAULT_ROW_BYTES, SharedMemoryCollectives
+from .shared_memory import DEFAULT_ROW_BYTES, SharedMemoryCollectives
+from .store import Store
 
 
 class CudaIpcCollectives(SharedMemoryCollectives):
@@ -33,7 +34,7 @@ class CudaIpcCollectives(SharedMemoryCollectives):
         self,
         rank: int,
         members: Group,
-        store,
+        store: Store,
         key: str,
         device: torch.device | str,
         row_bytes: int = DEFAULT_ROW_BYTES,
@@ -50,7 +51,7 @@ class CudaIpcCollectives(SharedMemoryCollectives):
     def _host_row_bytes(self) -> int:
         return 0  # the host segment holds only the barrier counters
 
-    def _make_rows(self, segment: mmap.mmap, header: int, store, key: str) -> torch.Tensor:
+    def _make_rows(self, segment: mmap.mmap, header: int, store: Store, key: str) -> torch.Tensor:
         handle_key = f"{key}/cuda-ipc-rows"
         if self.me == 0:
             rows = torch.zeros((self.k + 1) * self.row_bytes, dtype=torch.uint8, device=self.device)

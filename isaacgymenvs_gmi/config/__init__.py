@@ -17,6 +17,7 @@ from .sim import (
     resolve_sim_settings,
 )
 from .train_checks import divisors_near, validate_train_config
+from .training import TrainSettings
 
 __all__ = [
     "GMI_BACKENDS",
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigError",
     "GmiConfig",
     "SimSettings",
+    "TrainSettings",
     "detect_platform",
     "divisors_near",
     "ignored_physx_keys",

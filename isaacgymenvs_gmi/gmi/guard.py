@@ -13,6 +13,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
 
+from isaacgymenvs_gmi.comm.store import Store
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 KEY = "gmi/progress/{}"
@@ -23,9 +25,9 @@ class GmiTimeoutError(RuntimeError):
 
 
 class CollectiveGuard:
-    """Runs this GMI's collectives; ``store`` is a torch.distributed Store shared by all GMIs."""
+    """Runs this GMI's collectives; ``store`` is shared by all GMIs."""
 
-    def __init__(self, store, rank: int, world_size: int, timeout_s: float):
+    def __init__(self, store: Store, rank: int, world_size: int, timeout_s: float):
         self.store, self.rank, self.world_size = store, rank, world_size
         self.timeout_s = timeout_s
         self.count = 0

@@ -1,9 +1,9 @@
-"""One GMI: bind this process to its slice of the node, join the other GMIs, train.
+"""Entry of every GMI: bind this process to its slice of the node, join the other GMIs, and run
+the body of the plan's mode.
 
-Entry point of every GMI process, whether our launcher or ``torchrun`` started it. Resources are
-bound before the simulator, JAX or CUDA start: the CPU affinity (its own core set), thread pools
-sized to it (torch, OpenMP, XLA; MuJoCo's pool follows the affinity), and on a GPU the device,
-MPS thread percentage and a JAX memory share.
+:func:`gmi_main` serves both a GMI our launcher spawned and a rank ``torchrun`` started;
+:func:`run_in_process` runs the same body in this process when the run has a single GMI. The body
+is passed in (the launcher picks it by mode), so this layer knows no mode.
 """
 
 from __future__ import annotations
@@ -13,42 +13,19 @@ import logging
 import os
 import signal
 import tempfile
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from isaacgymenvs_gmi.plan import RunPlan
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
-from .backends import sm_percent
-from .cpu_sets import split_cores, usable_cores
-from .layout import GmiPlace
+from .binding import bind, unbound
+from .context import Body, GmiContext
+from .faults import epoch_hook
 
 log = logging.getLogger(__name__)
-FAULT_ENV = "ISAACGYMENVS_GMI_FAULT"  # testing aid, "<gmi id>:<crash|hang>:<epoch>"
-
-
-@dataclass(frozen=True)
-class GmiResources:
-    """What one GMI was given."""
-
-    place: GmiPlace
-    cores: tuple[int, ...]
-    sim_device: str
-    rl_device: str
-    sm_percent: float | None  # MPS share of the GPU's SMs
-    memory_fraction: float | None  # share of device memory JAX may take
-
-    def describe(self, backend: str) -> str:
-        p = self.place
-        share = "" if self.sm_percent is None else f", {self.sm_percent:g}% of SMs"
-        mem = "" if self.memory_fraction is None else f", {self.memory_fraction:.0%} of memory"
-        return (
-            f"GMI {p.gmi_id}: node {p.node}, device {p.device} slot {p.slot}"
-            f"{' (leader)' if p.is_leader else ''}, backend {backend}{share}{mem}, "
-            f"cores {list(self.cores)}, sim {self.sim_device}, learner {self.rl_device}"
-        )
+STARTUP_TIMEOUT_FACTOR = 10  # start-up (env building, compiling) may take this x gmi.timeout_s
 
 
 def _die_with_parent() -> None:
@@ -60,84 +37,32 @@ def _die_with_parent() -> None:
         pass
 
 
-def bind(plan: RunPlan, place: GmiPlace) -> GmiResources:
-    """Pin this process and size its pools; set the device environment before CUDA/JAX start."""
-    layout = plan.layout
-    cores = split_cores(usable_cores(), layout.devices_per_node, layout.per_device)[
-        place.local_rank
-    ]
-    os.sched_setaffinity(0, cores)
-    n = len(cores)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(n)
-    eigen = "true" if n > 1 else "false"
-    xla = f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={n}"
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + xla).strip()
-    import torch
-
-    torch.set_num_threads(n)
-    sim_device = rl_device = "cpu"
-    share = fraction = None
-    if plan.gmi_backend in ("mps", "mig", "direct"):
-        os.environ["CUDA_VISIBLE_DEVICES"] = _visible_device(plan, place)
-        fraction = round(0.9 / layout.per_device, 3)
-        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(fraction)
-        if plan.gmi_backend == "mps":
-            share = sm_percent(plan.gmi, place.slot)
-            os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{share:g}"
-        sim_device = rl_device = "cuda:0"  # the only device this process sees
-    return GmiResources(place, tuple(cores), sim_device, rl_device, share, fraction)
-
-
-def _visible_device(plan: RunPlan, place: GmiPlace) -> str:
-    from .inventory import detect_inventory
-
-    gpu = detect_inventory().gpus[place.local_device]
-    if plan.gmi_backend == "mig":
-        return gpu.mig_instances[place.slot].uuid
-    return str(gpu.index)
-
-
-def inject_fault(rank: int, epoch: int) -> None:
-    """Testing aid: crash or hang GMI ``rank`` at ``epoch`` when FAULT_ENV asks for it."""
-    spec = os.environ.get(FAULT_ENV)
-    if not spec:
-        return
-    who, kind, when = spec.split(":")
-    if int(who) == rank and int(when) == epoch:
-        log.warning("GMI %d: injected %s at epoch %d", rank, kind, epoch)
-        if kind == "crash":
-            raise RuntimeError(f"injected crash in GMI {rank}")
-        signal.pause()  # hang: wait for a signal that never comes
+def run_in_process(plan: RunPlan, body: Body) -> Any:
+    """``body`` for a run of one GMI, in this process, unbound and without a group."""
+    return body(GmiContext(plan=plan, resources=unbound(plan), before_epoch=epoch_hook(0)))
 
 
 @record
-def gmi_main(cfg: dict[str, Any], plan: RunPlan):
-    """Body of one GMI process (ranks from torch.distributed's environment)."""
+def gmi_main(plan: RunPlan, body: Body) -> Any:
+    """Body of one GMI process (rank and world size from torch.distributed's environment)."""
     import torch.distributed as dist
 
     _die_with_parent()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if world != plan.world_size:
         raise RuntimeError(f"launched {world} ranks but the layout has {plan.world_size} GMIs")
-    place = plan.layout.place(rank)
-    resources = bind(plan, place)
+    resources = bind(plan, plan.layout.place(rank))
     logging.basicConfig(
         level=logging.INFO if rank == 0 else logging.WARNING, format=f"[GMI {rank}] %(message)s"
     )
     timeout = plan.gmi.timeout_s
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     try:
-        from .telemetry import say
+        from .group import GmiGroup
+        from .guard import CollectiveGuard
+        from .status import say
 
         say(resources.describe(plan.gmi_backend))
-        from isaacgymenvs_gmi.launch import train
-
-        from .guard import CollectiveGuard
-        from .sync import GmiSync
-        from .telemetry import EpochTelemetry
-
         store = dist.TCPStore(
             os.environ["MASTER_ADDR"],
             int(os.environ["MASTER_PORT"]),
@@ -145,42 +70,9 @@ def gmi_main(cfg: dict[str, Any], plan: RunPlan):
             timeout=timedelta(seconds=timeout),
         )
         guard = CollectiveGuard(store, rank, world, timeout)
-        from isaacgymenvs_gmi.comm.reduction import make_reducer
-        from isaacgymenvs_gmi.comm.selector import select_strategy
-        from isaacgymenvs_gmi.comm.transport import build_collectives
-
-        mpl = plan.layout.mpl()
-        comm, transports = build_collectives(
-            rank,
-            plan.layout,
-            plan.gmi.intra_device,
-            store,
-            timeout,
-            device=resources.rl_device,
-            backend=plan.gmi_backend,
-        )
-
-        def report_choice(numel: int, chosen: str, seconds: dict[str, float]) -> None:
-            if rank == 0:
-                ms = ", ".join(f"{s} {t * 1e3:.2f} ms" for s, t in seconds.items())
-                say(f"gradient reduction for {numel:,} values: {chosen} (measured: {ms})")
-
-        reducer = make_reducer(plan.gmi.comm, plan.layout, comm, on_choice=report_choice)
-        if rank == 0:
-            say(
-                f"gradient reduction: gmi.comm={plan.gmi.comm} (Algorithm 1 picks "
-                f"{select_strategy(mpl)} for MPL={mpl}); {transports}"
-            )
-        horizon = int(cfg["train"]["params"]["config"]["horizon_length"])
-        sync = GmiSync(
-            rank,
-            world,
-            guard,
-            startup_timeout_s=10 * timeout,
-            telemetry=EpochTelemetry(plan.num_envs, horizon),
-            reducer=reducer,
-        )
+        group = GmiGroup(rank, world, guard, store, STARTUP_TIMEOUT_FACTOR * timeout)
         with tempfile.TemporaryDirectory(prefix=f"gmi{rank}-") as scratch:
-            return train(cfg, plan, sync=sync, resources=resources, scratch_dir=scratch)
+            context = GmiContext(plan, resources, group, scratch, epoch_hook(rank))
+            return body(context)
     finally:
         dist.destroy_process_group()

@@ -1,23 +1,31 @@
-"""Turn the composed Hydra config into the dict rl-games' Runner expects (IsaacGymEnvs' way)."""
+"""The dict rl-games' Runner expects, from the resolved ``train.params`` (IsaacGymEnvs' way)."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from isaacgymenvs_gmi.config import TrainSettings
 
 log = logging.getLogger(__name__)
 
 
 def rlgames_params(
-    cfg: DictConfig, *, rl_device: str, seed: int, num_envs: int, threads: int
+    train_params: dict[str, Any],
+    train: TrainSettings,
+    *,
+    rl_device: str,
+    seed: int,
+    num_envs: int,
+    threads: int,
 ) -> dict[str, Any]:
-    """``cfg.train`` as a plain dict with the run-time settings IsaacGymEnvs adds.
+    """A copy of ``train_params`` (the resolved ``train.params``) with the run-time settings
+    IsaacGymEnvs adds for one process.
 
     Never passes ``multi_gpu`` through: rl-games would call ``init_process_group("nccl")`` itself.
     """
-    params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
+    params = copy.deepcopy(train_params)
     params["seed"] = seed
     # rl-games sizes torch's pool from os.cpu_count(), blind to a GMI's core set: two OpenMP
     # threads spinning on one core made 1-core GMIs ~30x slower. Size it to our cores instead.
@@ -29,8 +37,8 @@ def rlgames_params(
     config["num_actors"] = num_envs
     config["population_based_training"] = False
     config["pbt_idx"] = None
-    config["full_experiment_name"] = cfg.get("full_experiment_name")
-    config["train_dir"] = str(cfg.get("train_dir") or "runs")
+    config["full_experiment_name"] = train.experiment_name
+    config["train_dir"] = train.train_dir
     if not rl_device.startswith("cuda"):
         config["torch_compile"] = False  # compilation costs more than it gains on the CPU
         config["mixed_precision"] = False  # fp16 autocast is a CUDA feature

@@ -1,1 +1,28 @@
-"""rl-games agents and runners that know about GMIs."""
+"""One GMI body per mode: what a GMI does once it is placed, bound and joined to its group.
+
+A body takes a :class:`~isaacgymenvs_gmi.gmi.context.GmiContext` and returns GMI 0's
+:class:`RunResult`. :data:`BODIES` maps ``gmi.mode`` to its body; a new mode is a new entry here
+and a new package beside ``sync_ppo``, not a branch in the spine.
+"""
+
+from __future__ import annotations
+
+from isaacgymenvs_gmi.gmi.context import Body
+
+from .result import RunResult
+from .sync_ppo import run_sync_ppo
+
+BODIES: dict[str, Body] = {
+    "sync": run_sync_ppo,  # synchronous PPO, holistic GMIs in lockstep
+}
+
+
+def body_for(mode: str) -> Body:
+    """The body registered for ``gmi.mode`` (KeyError naming the modes that have one)."""
+    try:
+        return BODIES[mode]
+    except KeyError:
+        raise KeyError(f"no GMI body for mode {mode!r}; available: {', '.join(BODIES)}") from None
+
+
+__all__ = ["BODIES", "RunResult", "body_for"]

@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
+import abc
+
 import jax
 import numpy as np
 
-from .step_logic import EnvBuffers, StepLogic
+from .step_logic import EnvBuffers, StepLogic, StepOutput
 
 
-class PhysicsBackend:
-    """Base of the backends: N worlds of one task, stepped with the shared :class:`StepLogic`.
+class PhysicsBackend(abc.ABC):
+    """N worlds of one task, stepped with the shared :class:`StepLogic`.
 
-    Subclasses implement ``reset() -> obs (N, num_obs)``, ``step(actions (N, A))`` (returning
-    ``StepLogic.pack``-ed outputs on the simulation device, or a numpy ``StepOutput`` for a host
-    backend), ``set_physics_state(qpos, qvel)``, ``physics_state()`` and ``close()``, and keep
-    the episode buffers in ``self._bufs`` (or override :attr:`totals` and :attr:`progress`).
+    Subclasses keep the episode buffers in ``self._bufs`` (or override :attr:`totals` and
+    :attr:`progress`). A = actions per env, O = observations per env, Q/V = qpos/qvel sizes.
     """
 
     name: str
     logic: StepLogic
     _bufs: EnvBuffers | None = None
+
+    @abc.abstractmethod
+    def reset(self) -> jax.Array | np.ndarray:
+        """Start every world's first episode; returns the first observations (N, O)."""
+
+    @abc.abstractmethod
+    def step(self, actions: jax.Array | np.ndarray) -> jax.Array | StepOutput:
+        """One env step of every world with ``actions`` (N, A), finished worlds reset in place.
+
+        Returns the ``StepLogic.pack``-ed outputs (N, O + 5) on the simulation device, or for a
+        host backend a ``StepOutput`` of numpy arrays."""
+
+    @abc.abstractmethod
+    def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Overwrite every world's state with ``qpos`` (N, Q) and ``qvel`` (N, V)."""
+
+    @abc.abstractmethod
+    def physics_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every world's (qpos (N, Q), qvel (N, V)), as host arrays."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release threads and device memory."""
 
     @property
     def totals(self) -> jax.Array | np.ndarray:

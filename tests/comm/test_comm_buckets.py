@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from isaacgymenvs_gmi.comm.buckets import GradientBuckets, plan_buckets
+from isaacgymenvs_gmi.comm.buckets import GradientBuckets, bucket_groups
 
 
 @pytest.mark.parametrize(
@@ -18,8 +18,8 @@ from isaacgymenvs_gmi.comm.buckets import GradientBuckets, plan_buckets
         ([1, 1, 1, 1], 1, [[0], [1], [2], [3]]),
     ],
 )
-def test_plan_buckets(sizes, cap, expected):
-    assert plan_buckets(sizes, cap) == expected
+def test_bucket_groups(sizes, cap, expected):
+    assert bucket_groups(sizes, cap) == expected
 
 
 def net() -> torch.nn.Module:
@@ -41,7 +41,7 @@ def test_every_gradient_goes_through_reduce_once_and_comes_back_in_place(cap):
 
     buckets = GradientBuckets(cap)
     count = buckets.reduce(model.parameters(), reduce)
-    assert count == len(seen) == len(plan_buckets([g.numel() for g in before], cap))
+    assert count == len(seen) == len(bucket_groups([g.numel() for g in before], cap))
     assert sum(seen) == sum(g.numel() for g in before)
     for p, b in zip(model.parameters(), before, strict=True):
         assert torch.equal(p.grad, 3.0 * b)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from isaacgymenvs_gmi.comm.reduction import make_reducer
-from isaacgymenvs_gmi.gmi.layout import GmiLayout
+from isaacgymenvs_gmi.comm.reducers import make_reducer
+from isaacgymenvs_gmi.placement.layout import GmiLayout
 from tests.comm.test_comm_reduction import (
     run_gmi_processes,
     shard_gradient,
@@ -27,7 +27,7 @@ def _gmi_on_gpu(rank: int, g: int, t: int, port: int, intra: str, gpu_of, result
 
     import torch.distributed as dist
 
-    from isaacgymenvs_gmi.comm.transport import build_collectives
+    from isaacgymenvs_gmi.comm.routing import build_collectives
 
     layout = GmiLayout(1, g, t)
     device = torch.device("cuda", gpu_of(layout, rank))

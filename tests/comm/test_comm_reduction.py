@@ -10,12 +10,12 @@ import threading
 import pytest
 import torch
 
-from isaacgymenvs_gmi.comm.collectives import RoutedCollectives, ThreadCollectives, ThreadHub
-from isaacgymenvs_gmi.comm.reduction import make_reducer
+from isaacgymenvs_gmi.comm.collectives import ThreadCollectives, ThreadHub
+from isaacgymenvs_gmi.comm.reducers import make_reducer
+from isaacgymenvs_gmi.comm.routing import RoutedCollectives, build_collectives
 from isaacgymenvs_gmi.comm.selector import mrr_valid
-from isaacgymenvs_gmi.comm.shm import SharedMemoryCollectives
-from isaacgymenvs_gmi.comm.transport import build_collectives
-from isaacgymenvs_gmi.gmi.layout import GmiLayout
+from isaacgymenvs_gmi.comm.shared_memory import SharedMemoryCollectives
+from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 LAYOUTS = [(1, 2), (1, 3), (2, 2), (2, 3), (3, 2)]
 SHARD = 32

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from isaacgymenvs_gmi.gmi.inventory import detect_inventory
 from isaacgymenvs_gmi.gmi.mps import daemon_running, mps_daemon
+from isaacgymenvs_gmi.placement.inventory import detect_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.gpu

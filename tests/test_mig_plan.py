@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from isaacgymenvs_gmi.mig import plan_commands, profile_for
+from isaacgymenvs_gmi.mig import mig_setup_commands, profile_for
 
 
 @pytest.mark.parametrize(
@@ -24,7 +24,7 @@ def test_profile_fits_the_card(per_gpu, memory, expected):
 
 
 def test_commands_and_cli():
-    cmds = plan_commands(3, [0, 1], 80)
+    cmds = mig_setup_commands(3, [0, 1], 80)
     assert "nvidia-smi mig -i 1 -cgi 2g.20gb,2g.20gb,2g.20gb -C" in " ".join(cmds)
     out = subprocess.run(
         [sys.executable, "-m", "isaacgymenvs_gmi.mig", "plan", "--per-gpu", "2"],

@@ -5,10 +5,15 @@ from __future__ import annotations
 import pytest
 
 from isaacgymenvs_gmi.config import ConfigError, GmiConfig
-from isaacgymenvs_gmi.gmi.backends import MPS_MAX_CLIENTS, choose_backend, plan_node, sm_percent
-from isaacgymenvs_gmi.gmi.cpu_sets import oversubscribed, split_cores
-from isaacgymenvs_gmi.gmi.inventory import GpuInfo, Inventory, MigInstance
-from isaacgymenvs_gmi.gmi.layout import GmiLayout
+from isaacgymenvs_gmi.placement.backends import (
+    MPS_MAX_CLIENTS,
+    choose_backend,
+    node_layout,
+    sm_percent,
+)
+from isaacgymenvs_gmi.placement.cpu_sets import oversubscribed, split_cores
+from isaacgymenvs_gmi.placement.inventory import GpuInfo, Inventory, MigInstance
+from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 
 def gpu(index=0, cc=(9, 0), mig=0) -> GpuInfo:
@@ -101,16 +106,16 @@ def test_impossible_backends(requested, inventory, needle):
 )
 def test_impossible_layouts(cfg, inventory, key):
     with pytest.raises(ConfigError) as err:
-        plan_node(GmiConfig.from_cfg(cfg), inventory)
+        node_layout(GmiConfig.from_cfg(cfg), inventory)
     assert key in str(err.value)
 
 
 def test_node_layouts_and_mps_shares():
-    node = plan_node(GmiConfig.from_cfg(dict(per_gpu=3)), CPU)
+    node = node_layout(GmiConfig.from_cfg(dict(per_gpu=3)), CPU)
     assert (node.backend, node.devices, node.per_device) == ("cpu", 1, 3)
-    node = plan_node(GmiConfig.from_cfg(dict(per_gpu=2, num_gpus=2)), CPU)
+    node = node_layout(GmiConfig.from_cfg(dict(per_gpu=2, num_gpus=2)), CPU)
     assert (node.devices, node.per_device) == (2, 2)
-    node = plan_node(GmiConfig.from_cfg(dict(per_gpu=3)), TWO_GPUS)
+    node = node_layout(GmiConfig.from_cfg(dict(per_gpu=3)), TWO_GPUS)
     assert (node.backend, node.devices) == ("mps", 2)
     even = GmiConfig.from_cfg(dict(per_gpu=3))
     assert [sm_percent(even, s) for s in range(3)] == [33.33, 33.33, 33.33]

@@ -2,69 +2,58 @@
 
 Every GMI contributes its env steps/s; GMI 0 prints a progress line (rewritten in place on a
 terminal), writes per-GMI and total env steps/s and, where NVML sees GPUs, their utilisation and
-memory to TensorBoard.
+memory to TensorBoard. It takes numbers, not an agent.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from isaacgymenvs_gmi.gmi.status import gpu_stats
+
 log = logging.getLogger(__name__)
 
-
-def say(line: str) -> None:
-    """One status line from a GMI, in a single write (GMIs share the launcher's stdout; one
-    write of less than PIPE_BUF bytes is never interleaved with another process's)."""
-    sys.stdout.flush()
-    os.write(sys.stdout.fileno(), (line + "\n").encode())
-
-
-def gpu_stats() -> list[tuple[int, float, float]]:
-    """(index, utilisation %, memory used GiB) of every GPU NVML sees; [] without NVML."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no library, no driver or no GPU
-        return []
-    try:
-        out = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            util = pynvml.nvmlDeviceGetUtilizationRates(h).gpu
-            used = pynvml.nvmlDeviceGetMemoryInfo(h).used / 2**30
-            out.append((i, float(util), float(used)))
-        return out
-    finally:
-        pynvml.nvmlShutdown()
+Gather = Callable[[torch.Tensor, str], torch.Tensor]  # (L,) -> (GMIs, L), GMI order
 
 
 class EpochTelemetry:
-    def __init__(self, num_envs_per_gmi: int, horizon: int, stream=None):
+    """``gather``: every GMI's vector, in GMI order (``GmiGroup.all_gather_vector``)."""
+
+    def __init__(self, num_envs_per_gmi: int, horizon: int, rank: int, gather: Gather, stream=None):
         self.frames_per_epoch = num_envs_per_gmi * horizon
+        self.rank, self.gather = rank, gather
         self.stream = stream or sys.stdout
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.perf_counter()
         self.history: list[dict] = []
 
-    def record(self, sync, agent, epoch_result) -> None:
-        total_time = float(epoch_result[3])  # rl-games: step, play, update, total times
-        mine = torch.tensor([self.frames_per_epoch / max(total_time, 1e-9)])
-        per_gmi = sync.all_gather_vector(mine, "throughput").reshape(-1).tolist()
-        if sync.rank != 0:
+    def record(
+        self,
+        *,
+        epoch: int,
+        max_epochs: int,
+        epoch_seconds: float,
+        reward: float | None,
+        writer: Any = None,
+    ) -> None:
+        """After ``epoch`` (1-based) took ``epoch_seconds`` on this GMI; ``reward``: the mean
+        episode reward over all GMIs (None before any episode ended); ``writer``: a TensorBoard
+        SummaryWriter (GMI 0) or None."""
+        mine = torch.tensor([self.frames_per_epoch / max(epoch_seconds, 1e-9)])
+        per_gmi = self.gather(mine, "throughput").reshape(-1).tolist()
+        if self.rank != 0:
             return
         total = sum(per_gmi)
         gpus = gpu_stats()
-        frames = agent.epoch_num * self.frames_per_epoch * sync.world_size
-        meter = agent.game_rewards
-        reward = float(meter.get_mean().reshape(-1)[0]) if meter.current_size else None
+        frames = epoch * self.frames_per_epoch * len(per_gmi)
         row = {
-            "epoch": agent.epoch_num,
+            "epoch": epoch,
             "frames": frames,
             "env_steps_per_s": total,
             "per_gmi": per_gmi,
@@ -72,7 +61,6 @@ class EpochTelemetry:
             "wall_s": time.perf_counter() - self.start,
         }
         self.history.append(row)
-        writer = getattr(agent, "writer", None)
         if writer is not None:
             writer.add_scalar("gmi/env_steps_per_s_total", total, frames)
             for i, v in enumerate(per_gmi):
@@ -80,7 +68,7 @@ class EpochTelemetry:
             for index, util, mem in gpus:
                 writer.add_scalar(f"gmi/gpu{index}_utilisation", util, frames)
                 writer.add_scalar(f"gmi/gpu{index}_memory_gib", mem, frames)
-        self._show(row, gpus, agent.max_epochs)
+        self._show(row, gpus, max_epochs)
 
     def _show(self, row: dict, gpus, max_epochs: int) -> None:
         reward = "-" if row["reward"] is None else f"{row['reward']:.1f}"

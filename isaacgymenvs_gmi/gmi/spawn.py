@@ -1,8 +1,8 @@
-"""Start a run's GMIs on this node with torch.distributed's elastic launcher (torchrun's engine).
+"""Spawn a run's GMIs on this node with torch.distributed's elastic launcher (torchrun's engine).
 
 The GMIs are spawned (not forked: JAX is not fork-safe), rendezvous over c10d on the loopback
 address, and are watched by the elastic agent: when one dies, the agent stops the others and the
-launch fails with that GMI's error, which :func:`launch_gmis` turns into a one-line report. An
+launch fails with that GMI's error, which :func:`spawn_gmis` turns into a one-line report. An
 MPS daemon the launch had to start is stopped whatever happens.
 """
 
@@ -14,9 +14,10 @@ import socket
 import uuid
 from typing import Any
 
-from isaacgymenvs_gmi.plan import RunPlan
+from isaacgymenvs_gmi.placement.cpu_sets import oversubscribed, usable_cores
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
-from .cpu_sets import oversubscribed, usable_cores
+from .context import Body
 from .mps import mps_daemon_for
 from .worker import gmi_main
 
@@ -60,9 +61,9 @@ def describe_failure(err) -> str:
     return "; ".join(lines) or str(err)
 
 
-def launch_gmis(cfg: dict[str, Any], plan: RunPlan):
-    """Run every GMI of ``plan`` on this node and return GMI 0's result; raise GmiFailure
-    naming the GMI when one fails."""
+def spawn_gmis(plan: RunPlan, body: Body) -> Any:
+    """Run ``body`` in every GMI of ``plan`` on this node and return GMI 0's result; raise
+    GmiFailure naming the GMI when one fails."""
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -90,7 +91,7 @@ def launch_gmis(cfg: dict[str, Any], plan: RunPlan):
         )
     with mps_daemon_for(plan.gmi_backend):
         try:
-            results = elastic_launch(config, gmi_main)(cfg, plan)
+            results = elastic_launch(config, gmi_main)(plan, body)
         except ChildFailedError as err:
             rank, first = err.get_first_failure()
             if _traceback_of(first):  # the root cause, once (the agent's own logs are muted)

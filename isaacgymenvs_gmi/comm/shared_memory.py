@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .collectives import Group
+from .store import Store
 
 CACHE_LINE = 64  # bytes between two members' counters (no false sharing)
 DEFAULT_ROW_BYTES = 4 << 20  # 4 MiB per row; larger tensors go in chunks
@@ -46,7 +47,7 @@ def _segment_dir() -> str:
 class SharedMemoryCollectives:
     """Collectives over ``members`` (sorted GMI ids, one device), as GMI ``rank``.
 
-    ``store``: a torch.distributed Store (set/get) the members share, used once to pass the
+    ``store``: a :class:`~.store.Store` the members share, used once to pass the
     segment's name from the first member to the others; ``key`` names this device in it.
     """
 
@@ -54,7 +55,7 @@ class SharedMemoryCollectives:
         self,
         rank: int,
         members: Group,
-        store,
+        store: Store,
         key: str,
         row_bytes: int = DEFAULT_ROW_BYTES,
         timeout_s: float = 1800.0,
@@ -78,7 +79,7 @@ class SharedMemoryCollectives:
             if self.me == 0:
                 os.unlink(path)  # the mapping outlives the name: nothing is left behind
 
-    def _create(self, size: int, store, key: str) -> str:
+    def _create(self, size: int, store: Store, key: str) -> str:
         path = os.path.join(_segment_dir(), f"isaacgymenvs-gmi-{uuid.uuid4().hex}")
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
@@ -89,7 +90,7 @@ class SharedMemoryCollectives:
         return path
 
     @staticmethod
-    def _attach(store, key: str) -> str:
+    def _attach(store: Store, key: str) -> str:
         return store.get(key).decode()
 
     # --- where the rows live (host memory here; subclasses may move them) --------------------
@@ -99,7 +100,7 @@ class SharedMemoryCollectives:
         """Bytes of the segment after the counters that hold rows."""
         return (self.k + 1) * self.row_bytes
 
-    def _make_rows(self, segment: mmap.mmap, header: int, store, key: str) -> torch.Tensor:
+    def _make_rows(self, segment: mmap.mmap, header: int, store: Store, key: str) -> torch.Tensor:
         """((k + 1) * row_bytes,) uint8: every member's row, then the result row."""
         return torch.from_numpy(np.frombuffer(segment, dtype=np.uint8, offset=header))
 

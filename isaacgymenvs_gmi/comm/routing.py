@@ -1,4 +1,4 @@
-"""Which transport carries each reduction group of a GMI layout.
+"""Which transport carries each reduction group of a GMI layout, and the router that sends it there.
 
 Across devices: NCCL between GPUs (groups with one GMI per GPU), gloo on the host otherwise
 (CPU virtual devices, and the everyone-group when a GPU holds several GMIs, which NCCL refuses).
@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 import torch
 
-from isaacgymenvs_gmi.gmi.layout import GmiLayout
+from isaacgymenvs_gmi.placement.layout import GmiLayout
 
-from .collectives import Collectives, Group, RoutedCollectives, TorchCollectives
-from .reduction import groups_for
-from .shm import SharedMemoryCollectives, shm_supported
+from .collectives import Collectives, Group, TorchCollectives
+from .reducers import groups_for
+from .shared_memory import SharedMemoryCollectives, shm_supported
+from .store import Store
 
 PROBE_ELEMS = (1 << 16, 1 << 20)  # an Ant-size gradient and a full bucket
 PROBE_ROUNDS = 10
@@ -73,7 +74,7 @@ def build_collectives(
     rank: int,
     layout: GmiLayout,
     intra_device: str,
-    store,
+    store: Store,
     timeout_s: float,
     device: torch.device | str = "cpu",
     backend: str = "mps",
@@ -164,3 +165,48 @@ def _time_all_reduce(transport: Collectives, members: Group, device: torch.devic
                 times.append(time.perf_counter() - t0)
         total += statistics.median(times)
     return total
+
+
+class RoutedCollectives:
+    """Each group to the transport that carries it (``routes``), others to ``default``.
+
+    A transport with a ``device`` attribute gets its tensors there: a tensor elsewhere is
+    copied into a staging buffer (pinned host memory for a GPU tensor), and the result back.
+    That is the host-staged path for a GPU's gradients over shared memory or gloo."""
+
+    def __init__(self, default: Collectives, routes: dict[Group, Collectives]):
+        self.rank = default.rank
+        self.default = default
+        self.routes = {tuple(sorted(g)): c for g, c in routes.items()}
+        self._staging: dict[tuple, torch.Tensor] = {}
+
+    def _route(self, group: Group) -> Collectives:
+        return self.routes.get(tuple(sorted(group)), self.default)
+
+    def _run(self, group: Group, t: torch.Tensor, op) -> None:
+        if len(group) < 2:
+            return
+        transport = self._route(group)
+        device = getattr(transport, "device", None)
+        if device is None or t.device == device:
+            op(transport, t)
+            return
+        key = (device, t.dtype, t.numel())
+        if key not in self._staging:
+            pin = device.type == "cpu" and t.device.type == "cuda"
+            self._staging[key] = torch.empty(
+                t.numel(), dtype=t.dtype, device=device, pin_memory=pin
+            )
+        staged = self._staging[key]
+        staged.copy_(t.reshape(-1))
+        op(transport, staged)
+        t.copy_(staged.view_as(t))
+
+    def all_reduce(self, t, group):
+        self._run(group, t, lambda c, x: c.all_reduce(x, group))
+
+    def reduce(self, t, dst, group):
+        self._run(group, t, lambda c, x: c.reduce(x, dst, group))
+
+    def broadcast(self, t, src, group):
+        self._run(group, t, lambda c, x: c.broadcast(x, src, group))

@@ -21,7 +21,7 @@ from typing import Literal
 
 import torch
 
-from isaacgymenvs_gmi.gmi.layout import GmiLayout
+from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 from .collectives import Collectives, Group
 from .selector import Strategy, mrr_valid, select_strategy

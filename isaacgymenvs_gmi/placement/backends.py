@@ -1,4 +1,4 @@
-"""Choosing and validating how GMIs are carved out of a node (paper Sec. 3), as pure functions.
+"""How GMIs are carved out of a node (paper Sec. 3), chosen and validated by pure functions.
 
 ``cpu``: disjoint core sets. ``mps``: MPS clients with an SM share each. ``mig``: one MIG instance
 per GMI. ``direct``: processes sharing a GPU without isolation (the paper's Fig. 8 baseline).
@@ -57,9 +57,9 @@ class NodeLayout:
     per_device: int
 
 
-def plan_node(gmi: GmiConfig, inventory: Inventory, mode: str = "sync") -> NodeLayout:
+def node_layout(gmi: GmiConfig, inventory: Inventory) -> NodeLayout:
     """Validate ``gmi.*`` against the node and return its layout (raises ConfigError)."""
-    backend = choose_backend(gmi.backend, mode, inventory)
+    backend = choose_backend(gmi.backend, gmi.mode, inventory)
     t = gmi.per_gpu
     if backend == "cpu":
         cores = len(inventory.cores)

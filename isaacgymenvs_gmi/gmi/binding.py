@@ -1,0 +1,90 @@
+"""Binding a GMI process to its slice of the node, before the simulator, JAX or CUDA start.
+
+The CPU affinity (its own core set), thread pools sized to it (torch, OpenMP, XLA; MuJoCo's pool
+follows the affinity), and on a GPU the visible device, the MPS thread percentage and a JAX
+memory share.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from isaacgymenvs_gmi.placement.backends import sm_percent
+from isaacgymenvs_gmi.placement.cpu_sets import split_cores, usable_cores
+from isaacgymenvs_gmi.placement.layout import GmiPlace
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
+
+
+@dataclass(frozen=True)
+class GmiResources:
+    """What one GMI was given."""
+
+    place: GmiPlace
+    cores: tuple[int, ...]
+    sim_device: str
+    rl_device: str
+    sm_percent: float | None  # MPS share of the GPU's SMs
+    memory_fraction: float | None  # share of device memory JAX may take
+
+    def describe(self, backend: str) -> str:
+        p = self.place
+        share = "" if self.sm_percent is None else f", {self.sm_percent:g}% of SMs"
+        mem = "" if self.memory_fraction is None else f", {self.memory_fraction:.0%} of memory"
+        return (
+            f"GMI {p.gmi_id}: node {p.node}, device {p.device} slot {p.slot}"
+            f"{' (leader)' if p.is_leader else ''}, backend {backend}{share}{mem}, "
+            f"cores {list(self.cores)}, sim {self.sim_device}, learner {self.rl_device}"
+        )
+
+
+def unbound(plan: RunPlan) -> GmiResources:
+    """The resources of a run in one process, which keeps the process as it is: every core it
+    may use and the devices the config names."""
+    return GmiResources(
+        place=plan.layout.place(0),
+        cores=tuple(usable_cores()),
+        sim_device=plan.sim.sim_device,
+        rl_device=plan.sim.rl_device,
+        sm_percent=None,
+        memory_fraction=None,
+    )
+
+
+def bind(plan: RunPlan, place: GmiPlace) -> GmiResources:
+    """Pin this process and size its pools; set the device environment before CUDA/JAX start."""
+    layout = plan.layout
+    cores = split_cores(usable_cores(), layout.devices_per_node, layout.per_device)[
+        place.local_rank
+    ]
+    os.sched_setaffinity(0, cores)
+    n = len(cores)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(n)
+    eigen = "true" if n > 1 else "false"
+    xla = f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={n}"
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + xla).strip()
+    import torch
+
+    torch.set_num_threads(n)
+    sim_device = rl_device = "cpu"
+    share = fraction = None
+    if plan.gmi_backend in ("mps", "mig", "direct"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = _visible_device(plan, place)
+        fraction = round(0.9 / layout.per_device, 3)
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(fraction)
+        if plan.gmi_backend == "mps":
+            share = sm_percent(plan.gmi, place.slot)
+            os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{share:g}"
+        sim_device = rl_device = "cuda:0"  # the only device this process sees
+    return GmiResources(place, tuple(cores), sim_device, rl_device, share, fraction)
+
+
+def _visible_device(plan: RunPlan, place: GmiPlace) -> str:
+    from isaacgymenvs_gmi.placement.inventory import detect_inventory
+
+    gpu = detect_inventory().gpus[place.local_device]
+    if plan.gmi_backend == "mig":
+        return gpu.mig_instances[place.slot].uuid
+    return str(gpu.index)

@@ -1,0 +1,43 @@
+"""What the body of a mode receives: one shape for a single process, a launcher-started GMI and
+a ``torchrun`` rank."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
+
+from .binding import GmiResources
+from .faults import EpochHook, no_fault
+
+if TYPE_CHECKING:
+    from .group import GmiGroup
+
+
+@dataclass(frozen=True)
+class GmiContext:
+    """One GMI's view of the run.
+
+    Attributes:
+        plan: the validated run, identical on every GMI.
+        resources: cores and devices this GMI was given.
+        group: the other GMIs, or None for a run in one process (no GMIs to talk to).
+        scratch_dir: a private folder, removed at exit, for side files of this GMI (rl-games
+            insists on a run folder; GMIs other than 0 write theirs here); None in one process.
+        before_epoch: hook the body calls with each epoch about to start (fault injection).
+    """
+
+    plan: RunPlan
+    resources: GmiResources
+    group: GmiGroup | None = None
+    scratch_dir: str | None = None
+    before_epoch: EpochHook = no_fault
+
+    @property
+    def rank(self) -> int:
+        return self.group.rank if self.group is not None else 0
+
+
+Body = Callable[[GmiContext], Any]  # a mode's work in one GMI; GMI 0's return value is the run's

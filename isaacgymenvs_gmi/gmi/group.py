@@ -1,0 +1,131 @@
+"""The collectives every GMI mode needs to stay consistent (gloo; tensors on the host).
+
+Start-up waits for every GMI (building envs and compiling can take a while) with a long,
+monitored barrier; steady-state collectives run under the process group's short timeout,
+through a :class:`CollectiveGuard` that names a missing GMI. Mode-specific exchanges (gradient
+averaging, experience channels) are built by the mode's body on top of this group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from isaacgymenvs_gmi.comm.store import Store
+
+from .guard import CollectiveGuard, GmiTimeoutError
+from .status import say
+
+log = logging.getLogger(__name__)
+
+
+def _xla_threads() -> int | None:
+    found = re.search(r"intra_op_parallelism_threads=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return int(found.group(1)) if found else None
+
+
+class GmiGroup:
+    """GMI ``rank`` of ``world_size``, joined through torch.distributed's default group (or
+    ``group``). ``store``: the run's shared store (progress records, transport set-up)."""
+
+    def __init__(
+        self,
+        rank: int,
+        world_size: int,
+        guard: CollectiveGuard,
+        store: Store,
+        startup_timeout_s: float,
+        group: dist.ProcessGroup | None = None,
+    ):
+        self.rank, self.world_size = rank, world_size
+        self.guard, self.store, self.group = guard, store, group
+        self.startup_timeout_s = startup_timeout_s
+
+    @property
+    def timeout_s(self) -> float:
+        """How long a steady-state collective waits for a missing GMI."""
+        return self.guard.timeout_s
+
+    # --- start-up ----------------------------------------------------------------------------
+    def check_pools(self, **more: int | None) -> None:
+        """Assert from inside that this GMI's thread pools match its core set (a pool sized to
+        the whole machine makes co-located GMIs spin against each other)."""
+        cores = sorted(os.sched_getaffinity(0))
+        pools = {"torch": torch.get_num_threads(), "xla": _xla_threads(), **more}
+        wrong = {k: v for k, v in pools.items() if v not in (None, len(cores))}
+        if wrong:
+            raise RuntimeError(f"GMI {self.rank}: thread pools {wrong} do not match cores {cores}")
+        say(f"GMI {self.rank} pools: {pools} on cores {cores}")
+
+    def startup_barrier(self, what: str) -> None:
+        """Wait (long) until every GMI gets here; name the ones that do not."""
+        self.guard.count += 1
+        try:
+            dist.monitored_barrier(
+                self.group, timeout=timedelta(seconds=self.startup_timeout_s), wait_all_ranks=True
+            )
+        except RuntimeError as err:
+            raise GmiTimeoutError(
+                f"GMI {self.rank}: not every GMI reached '{what}' within "
+                f"{self.startup_timeout_s:.0f} s: {str(err).splitlines()[0][:300]}"
+            ) from err
+
+    # --- replicas ----------------------------------------------------------------------------
+    def broadcast_module(self, module: torch.nn.Module, what: str) -> None:
+        """GMI 0's parameters and buffers (e.g. normaliser statistics) on every GMI."""
+        tensors = [t for t in (*module.parameters(), *module.buffers()) if t.numel()]
+        flat = torch.cat([t.detach().reshape(-1).float().cpu() for t in tensors])
+        self.guard(what, lambda: dist.broadcast(flat, 0, group=self.group))
+        _unflatten(flat, tensors)
+
+    def check_same(self, modules: list[torch.nn.Module], what: str) -> None:
+        """Raise unless every GMI holds bit-identical parameters and buffers (weights and
+        normaliser statistics) in ``modules``: the replica fingerprint check."""
+        mine = torch.cat([fingerprint(m) for m in modules])
+        prints = self.all_gather_vector(mine, what + " fingerprint")
+        if not torch.equal(prints, prints[:1].expand_as(prints)):
+            raise RuntimeError(f"GMIs diverged at '{what}': fingerprints {prints.tolist()}")
+        if self.rank == 0:
+            hexes = " ".join(f"{v & (2**64 - 1):016x}" for v in mine.tolist())
+            say(f"replicas identical at '{what}' on {self.world_size} GMIs: {hexes}")
+
+    # --- small collectives -------------------------------------------------------------------
+    def sum_(self, t: torch.Tensor, what: str) -> None:
+        """``t`` (a host tensor) becomes its sum over all GMIs, in place."""
+        self.guard(what, lambda: dist.all_reduce(t, group=self.group))
+
+    def mean_scalar(self, what: str, value: float) -> float:
+        t = torch.tensor([value], dtype=torch.float64)
+        self.sum_(t, what)
+        return float(t.item()) / self.world_size
+
+    def all_gather_vector(self, x: torch.Tensor, what: str) -> torch.Tensor:
+        """(world_size, *x.shape): every GMI's ``x``, in GMI order."""
+        x = x.detach().cpu().contiguous()
+        out = [torch.empty_like(x) for _ in range(self.world_size)]
+        self.guard(what, lambda: dist.all_gather(out, x, group=self.group))
+        return torch.stack(out)
+
+
+def fingerprint(module: torch.nn.Module) -> torch.Tensor:
+    """(2,) int64: a 128-bit hash of the bytes of every parameter and buffer, in order; equal
+    only if they are bit-identical (up to hash collisions)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for t in (*module.parameters(), *module.buffers()):
+        digest.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    return torch.frombuffer(bytearray(digest.digest()), dtype=torch.int64)
+
+
+def _unflatten(flat: torch.Tensor, tensors: list[torch.Tensor]) -> None:
+    offset = 0
+    with torch.no_grad():
+        for t in tensors:
+            n = t.numel()
+            t.copy_(flat[offset : offset + n].view_as(t).to(t.dtype))
+            offset += n

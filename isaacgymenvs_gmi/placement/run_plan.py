@@ -1,0 +1,43 @@
+"""A validated run, as every GMI receives it (light imports only: it is unpickled in fresh GMI
+processes before they set their thread and device environment)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from isaacgymenvs_gmi.config import GmiConfig, SimSettings, TrainSettings
+
+from .layout import GmiLayout
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What to simulate, where, and how to train; identical on every GMI.
+
+    ``task_config`` and ``train_params`` are the resolved ``task`` and ``train.params`` nodes,
+    handed unread to the task and to rl-games; what the runtime itself needs of them is typed
+    (``num_envs``, ``train``).
+    """
+
+    task_name: str
+    num_envs: int  # per GMI, as in IsaacGymEnvs multi-GPU training
+    seed: int  # base seed; GMI i uses seed + i
+    sim: SimSettings
+    gmi: GmiConfig
+    gmi_backend: str  # cpu | mps | mig | direct, after "auto" is resolved
+    layout: GmiLayout
+    train: TrainSettings
+    task_config: dict[str, Any]
+    train_params: dict[str, Any]
+    test: bool
+    checkpoint: str | None
+    under_torchrun: bool = False  # ranks were started by torchrun, not by us
+
+    @property
+    def world_size(self) -> int:
+        return self.layout.world_size
+
+    @property
+    def mode(self) -> str:
+        return self.gmi.mode

@@ -1,0 +1,15 @@
+"""What a run returns to its caller (GMI 0's view), whatever the mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RunResult:
+    mean_reward: float | None  # mean return of the episodes finished last (training or play)
+    mean_length: float | None
+    frames: int  # this GMI's env steps
+    experiment_dir: str | None  # the run folder (checkpoints, summaries), GMI 0 only
+    history: list[tuple[int, float, float]] = field(default_factory=list)
+    # (frame, wall time s, mean reward) per report, training only

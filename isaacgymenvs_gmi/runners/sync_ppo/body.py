@@ -1,0 +1,142 @@
+"""The body of a sync-PPO GMI: seed, build the task, train (or play) with rl-games' Runner.
+
+With a group, the GMI first builds its gradient reduction (collective: every GMI in the same
+order) and trains with :class:`~.agent.GmiPpoAgent` in lockstep with the others; in one process
+it trains with rl-games' own agent, exactly as IsaacGymEnvs would.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from isaacgymenvs_gmi.gmi.context import GmiContext
+from isaacgymenvs_gmi.runners.result import RunResult
+
+if TYPE_CHECKING:
+    from .lockstep import PpoLockstep
+
+log = logging.getLogger(__name__)
+
+
+def run_sync_ppo(ctx: GmiContext) -> RunResult:
+    """One GMI's training (or play) run; returns its :class:`RunResult`."""
+    lockstep = _lockstep(ctx) if ctx.group is not None else None
+    return _train(ctx, lockstep)
+
+
+def _lockstep(ctx: GmiContext) -> PpoLockstep:
+    """This GMI's gradient reduction, statistics merging and telemetry (collective)."""
+    from isaacgymenvs_gmi.comm import build_gradient_reduction
+    from isaacgymenvs_gmi.gmi.status import say
+
+    from .lockstep import PpoLockstep
+    from .telemetry import EpochTelemetry
+
+    plan, group = ctx.plan, ctx.group
+    reduction = build_gradient_reduction(
+        group.rank,
+        plan.layout,
+        comm=plan.gmi.comm,
+        intra_device=plan.gmi.intra_device,
+        store=group.store,
+        timeout_s=group.timeout_s,
+        device=ctx.resources.rl_device,
+        backend=plan.gmi_backend,
+        report=say if group.rank == 0 else None,
+    )
+    telemetry = EpochTelemetry(
+        plan.num_envs, plan.train.horizon_length, group.rank, group.all_gather_vector
+    )
+    return PpoLockstep(group, reduction.reducer, telemetry)
+
+
+def _train(ctx: GmiContext, lockstep: PpoLockstep | None) -> RunResult:
+    from rl_games.torch_runner import Runner
+
+    from isaacgymenvs_gmi.patches import apply_all
+    from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver
+    from isaacgymenvs_gmi.rl.train_config import rlgames_params
+    from isaacgymenvs_gmi.rl.vecenv import register_env
+    from isaacgymenvs_gmi.runners.seeding import seed_everything
+    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
+
+    plan, rank, resources = ctx.plan, ctx.rank, ctx.resources
+    seed = plan.seed + rank  # applied once; rl-games' own rank offset is never enabled
+    apply_all()
+    seed_everything(seed, plan.train.torch_deterministic)
+    physics = PhysicsOptions(
+        backend=plan.sim.backend, mjx_impl=plan.sim.mjx_impl, assets_root=plan.sim.assets_root
+    )
+    envs: list[VecTask] = []
+
+    def create_env(**_: Any) -> VecTask:
+        env = VecTask(
+            plan.task_config,
+            resources.rl_device,
+            resources.sim_device,
+            physics=physics,
+            seed=seed,
+            states_for_critic=plan.train.central_value,
+        )
+        envs.append(env)
+        return env
+
+    register_env(create_env)
+    params = rlgames_params(
+        plan.train_params,
+        plan.train,
+        rl_device=resources.rl_device,
+        seed=seed,
+        num_envs=plan.num_envs,
+        threads=available_cores(),
+    )
+    if lockstep is not None:
+        params["config"]["print_stats"] = False  # the GMI progress line replaces it
+        if rank != 0:  # nothing of GMI i > 0 lands in the user's run folder
+            params["config"]["train_dir"] = ctx.scratch_dir
+    log.info(
+        "%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s",
+        plan.task_name,
+        plan.num_envs,
+        seed,
+        plan.sim.backend,
+        resources.sim_device,
+        resources.rl_device,
+    )
+    observer = EpisodeStatsObserver(verbose=lockstep is None)
+    runner = Runner(observer)
+    if lockstep is not None:
+        from .agent import GmiPpoAgent
+
+        runner.algo_factory.register_builder(
+            "a2c_continuous",
+            lambda **kw: GmiPpoAgent(lockstep=lockstep, before_epoch=ctx.before_epoch, **kw),
+        )
+    runner.load({"params": params})
+    runner.reset()
+    runner.run(
+        {
+            "train": not plan.test,
+            "play": plan.test,
+            "checkpoint": plan.checkpoint,
+            "sigma": plan.train.sigma,
+        }
+    )
+    for env in envs:
+        env.close()
+    writer = getattr(observer.algo, "writer", None)
+    if writer is not None:
+        writer.close()  # flush; an open tensorboardX writer thread errors at interpreter exit
+    if plan.test:
+        played = envs[-1].episode_totals() if envs else (None, None)
+        print(f"mean episode reward: {played[0]:.3f}, mean episode length: {played[1]:.1f}")
+        return RunResult(played[0], played[1], 0, None, [])
+    algo = observer.algo
+    return RunResult(
+        mean_reward=observer.mean_reward,
+        mean_length=observer.mean_length,
+        frames=int(getattr(algo, "frame", 0)),
+        experiment_dir=getattr(algo, "experiment_dir", None) if rank == 0 else None,
+        history=observer.history,
+    )

@@ -1,0 +1,89 @@
+"""The sync-PPO body's parts: mode registry and dispatch, lockstep exchanges over real GMI
+processes, and the epoch telemetry from plain numbers."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from isaacgymenvs_gmi import launch
+from isaacgymenvs_gmi.config import GMI_MODES, ConfigError
+from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
+from isaacgymenvs_gmi.launch import plan_run, run
+from isaacgymenvs_gmi.runners import BODIES, body_for
+from isaacgymenvs_gmi.runners.sync_ppo import run_sync_ppo
+from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry
+from tests.gmi.probe_bodies import describe_context, exercise_lockstep
+
+NO_GPU = (False, ("cpu",), False)
+
+
+def test_each_mode_has_a_body_or_is_refused_before_start(compose_cfg):
+    assert body_for("sync") is run_sync_ppo
+    for mode in GMI_MODES:
+        cfg = compose_cfg("task=Cartpole", f"gmi.mode={mode}")
+        if mode in BODIES:
+            assert plan_run(cfg, platform=NO_GPU).mode == mode
+            continue
+        with pytest.raises(ConfigError, match="gmi.mode") as err:
+            plan_run(cfg, platform=NO_GPU)
+        assert "sync" in str(err.value)  # names what is available
+    with pytest.raises(KeyError, match="available: sync"):
+        body_for("nope")
+
+
+def test_run_dispatches_to_the_body_registered_for_the_mode(compose_cfg, monkeypatch):
+    monkeypatch.setitem(BODIES, "sync", describe_context)
+    cfg = compose_cfg("task=Cartpole", "sim_device=cpu")
+    seen = run(cfg, plan_run(cfg, platform=NO_GPU))
+    assert seen["rank"] == 0 and seen["world"] is None
+    assert launch.body_for("sync") is describe_context
+
+
+def test_lockstep_averages_gradients_and_merges_episode_meters_across_gmis(compose_cfg):
+    plan = plan_run(compose_cfg("task=Cartpole", "gmi.per_gpu=2"), platform=NO_GPU)
+    seen = spawn_gmis(plan, exercise_lockstep)
+    assert all(v == 1.5 for grad in seen["grads"] for v in grad)  # mean of 1 and 2
+    assert seen["meter"] == (20.0, 3)  # (2 x 10 + 1 x 40) / 3 episodes
+    assert seen["strategy"] == "auto"
+    assert "Algorithm 1 picks mpr for MPL=[[0, 1]]" in seen["reports"][0]
+    assert "gradient reduction for 8 values:" in seen["reports"][1]
+    # 8 envs x 4 steps per epoch; GMI 0 took 0.5 s, GMI 1 1.0 s
+    assert seen["history"][0]["per_gmi"] == [64.0, 32.0]
+    assert seen["line"].startswith("[GMI x2] epoch 3/9 frames 192 | 96 env steps/s")
+
+
+class RecordingWriter:
+    def __init__(self):
+        self.scalars: list[tuple[str, float, int]] = []
+
+    def add_scalar(self, tag, value, step):
+        self.scalars.append((tag, value, step))
+
+
+def test_telemetry_shows_and_logs_throughput_from_numbers():
+    gathered = torch.tensor([[1000.0], [500.0], [250.0]])  # three GMIs' env steps/s
+    stream, writer = io.StringIO(), RecordingWriter()
+    telemetry = EpochTelemetry(100, 10, 0, lambda x, what: gathered, stream=stream)
+    telemetry.record(epoch=2, max_epochs=5, epoch_seconds=1.0, reward=12.345, writer=writer)
+    assert stream.getvalue() == (
+        "[GMI x3] epoch 2/5 frames 6,000 | 1,750 env steps/s (1.0k 0.5k 0.2k) | mean reward 12.3\n"
+    )
+    assert ("gmi/env_steps_per_s_total", 1750.0, 6000) in writer.scalars
+    assert ("gmi/env_steps_per_s_gmi2", 250.0, 6000) in writer.scalars
+    assert telemetry.history[0]["frames"] == 6000
+
+
+def test_telemetry_of_other_gmis_contributes_but_shows_nothing():
+    sent = []
+
+    def gather(x, what):
+        sent.append(float(x[0]))
+        return torch.stack([x, x])
+
+    stream = io.StringIO()
+    telemetry = EpochTelemetry(100, 10, 1, gather, stream=stream)
+    telemetry.record(epoch=1, max_epochs=5, epoch_seconds=0.5, reward=None)
+    assert sent == [2000.0] and stream.getvalue() == "" and telemetry.history == []

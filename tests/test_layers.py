@@ -1,0 +1,86 @@
+"""Control flows one way: entry -> launch -> runners -> gmi -> comm -> placement/config/sim.
+
+Every ``isaacgymenvs_gmi`` import in the package (module level or inside a function) must point
+to a lower layer or stay inside its own package. A circle or an import running back up fails
+here, with the file and the import named.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Top-level subpackage (or module) -> layer; a module may import only from higher numbers.
+LAYERS = {
+    "launch": 0,
+    "mig": 0,
+    "runners": 1,
+    "gmi": 2,
+    "comm": 3,
+    "placement": 4,
+    "rl": 4,
+    "patches": 4,
+    "sim": 5,
+    "tasks": 6,
+    "config": 7,
+    "xla_defaults": 8,
+}
+SOURCES = {  # package part -> folder on disk
+    **{name: ROOT / "isaacgymenvs_gmi" for name in LAYERS},
+    "tasks": ROOT / "tasks",
+    "patches": ROOT / "patches",
+}
+
+
+def _part_of(path: Path) -> str:
+    if path.is_relative_to(ROOT / "tasks"):
+        return "tasks"
+    if path.is_relative_to(ROOT / "patches"):
+        return "patches"
+    rel = path.relative_to(ROOT / "isaacgymenvs_gmi")
+    return rel.parts[0].removesuffix(".py")
+
+
+def _package_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level part) of every import of our own package in ``path``."""
+    part = _part_of(path)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue  # relative imports stay inside their own package
+        for name in names:
+            bits = name.split(".")
+            if bits[0] == "isaacgymenvs_gmi" and len(bits) > 1 and bits[1] != part:
+                found.append((node.lineno, bits[1]))
+    return found
+
+
+def _files() -> list[Path]:
+    files = [*(ROOT / "isaacgymenvs_gmi").rglob("*.py"), *(ROOT / "tasks").rglob("*.py")]
+    files += (ROOT / "patches").rglob("*.py")
+    return sorted(
+        f for f in files if f.name != "__init__.py" or f.parent.name != "isaacgymenvs_gmi"
+    )
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {_part_of(f) for f in _files()}
+    assert parts <= set(LAYERS), parts - set(LAYERS)
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_only_run_down(path):
+    mine = LAYERS[_part_of(path)]
+    upward = [
+        f"line {line}: imports isaacgymenvs_gmi.{part} (layer {LAYERS[part]} >= {mine})"
+        for line, part in _package_imports(path)
+        if LAYERS[part] <= mine
+    ]
+    assert not upward, f"{path.relative_to(ROOT)}: " + "; ".join(upward)
