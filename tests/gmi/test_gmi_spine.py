@@ -4,6 +4,7 @@ mode-neutral group works across real processes (gloo)."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from isaacgymenvs_gmi.gmi.faults import FAULT_ENV, epoch_hook, fault_from_env, no_fault
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
@@ -30,7 +31,6 @@ def test_spawned_gmis_are_bound_joined_and_share_a_working_group(compose_cfg):
     assert seen["gathered"] == [[0, 0], [1, 10]]  # GMI order
     assert seen["mean"] == 1.5
     assert seen["sum"] == [3.0, 2.0]
-    torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     assert seen["weights"] == torch.nn.Linear(3, 2).weight.detach().flatten().tolist()
     assert seen["drift_detected"]  # a replica that differs in one value is caught
