@@ -48,13 +48,15 @@ def plan_run(
         task_cls = get_task_class(cfg.task_name)
     except UnknownTaskError as e:
         raise ConfigError("task", cfg.task_name, str(e).split(": ", 1)[1]) from None
+    task_config = OmegaConf.to_container(cfg.task, resolve=True)  # resolved once, handed on
     try:
-        task_cls.check_config(OmegaConf.to_container(cfg.task.env, resolve=True))
+        task_cls.check_config(task_config["env"])
     except TaskConfigError as e:
         raise ConfigError(f"task.env.{e.key}", e.value, e.constraint) from None
     gmi = GmiConfig.from_cfg(cfg.get("gmi"))
-    num_envs = cfg.task.env.numEnvs
-    validate_train_config(cfg.task_name, num_envs, cfg.train.params)
+    num_envs = task_config["env"]["numEnvs"]
+    train_params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
+    validate_train_config(cfg.task_name, num_envs, train_params)
     cuda, jax_platforms, warp = platform or detect_platform()
     sim = resolve_sim_settings(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
@@ -89,7 +91,6 @@ def plan_run(
     seed = int(cfg.seed)
     if seed == -1:
         seed = random.randint(0, 10000)
-    task_config = OmegaConf.to_container(cfg.task, resolve=True)
     task_config["env"]["numEnvs"] = int(num_envs)
     return RunPlan(
         task_name=cfg.task_name,
@@ -101,7 +102,7 @@ def plan_run(
         layout=layout,
         train=train,
         task_config=task_config,
-        train_params=OmegaConf.to_container(cfg.train, resolve=True)["params"],
+        train_params=train_params,
         test=bool(cfg.test),
         checkpoint=str(cfg.checkpoint) or None,
         under_torchrun=world is not None,

@@ -9,7 +9,6 @@ averaging, experience channels) are built by the mode's body on top of this grou
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 from datetime import timedelta
@@ -21,8 +20,6 @@ from isaacgymenvs_gmi.comm.store import Store
 
 from .guard import CollectiveGuard, GmiTimeoutError
 from .status import say
-
-log = logging.getLogger(__name__)
 
 
 def _xla_threads() -> int | None:

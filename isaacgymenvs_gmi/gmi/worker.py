@@ -24,7 +24,6 @@ from .binding import bind, unbound
 from .context import Body, GmiContext
 from .faults import epoch_hook
 
-log = logging.getLogger(__name__)
 STARTUP_TIMEOUT_FACTOR = 10  # start-up (env building, compiling) may take this x gmi.timeout_s
 
 

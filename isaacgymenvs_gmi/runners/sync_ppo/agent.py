@@ -10,8 +10,6 @@ values (epoch and frame counts, merged episode statistics), so they agree.
 
 from __future__ import annotations
 
-import logging
-
 from rl_games.algos_torch import torch_ext
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
@@ -24,7 +22,6 @@ from isaacgymenvs_gmi.patches.synced_normalizers import sync_normalizers
 
 from .lockstep import PpoLockstep
 
-log = logging.getLogger(__name__)
 CHECK_EVERY = 10  # epochs between replica fingerprint checks
 
 

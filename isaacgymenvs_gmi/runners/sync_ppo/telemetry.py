@@ -7,7 +7,6 @@ memory to TensorBoard. It takes numbers, not an agent.
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -16,8 +15,6 @@ from typing import Any
 import torch
 
 from isaacgymenvs_gmi.gmi.status import gpu_stats
-
-log = logging.getLogger(__name__)
 
 Gather = Callable[[torch.Tensor, str], torch.Tensor]  # (L,) -> (GMIs, L), GMI order
 
