@@ -26,7 +26,8 @@ warnings.filterwarnings("ignore", message=".*version_base.*")
 
 @hydra.main(version_base="1.1", config_path="cfg", config_name="config")
 def main(cfg: DictConfig) -> None:
-    from isaacgymenvs_gmi.gmi.spawn import GmiFailure
+    from isaacgymenvs_gmi.gmi.spawn import GmiFailure, GmiInterrupted
+    from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code, signal_name
     from isaacgymenvs_gmi.launch import plan_run, run
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
@@ -37,10 +38,24 @@ def main(cfg: DictConfig) -> None:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     try:
-        run(cfg, plan)
+        result = run(cfg, plan)
     except GmiFailure as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
+    except (GmiInterrupted, StopNow) as e:
+        print(f"{e} (no final checkpoint)", file=sys.stderr)
+        sys.exit(exit_code(e.signum))
+    except KeyboardInterrupt:
+        print("stopped by SIGINT", file=sys.stderr)
+        sys.exit(130)
+    if result is not None and result.stopped_by is not None:
+        where = result.checkpoint or "none written"
+        print(
+            f"stopped by {signal_name(result.stopped_by)} after {result.frames:,} frames; "
+            f"final checkpoint: {where}",
+            file=sys.stderr,
+        )
+        sys.exit(exit_code(result.stopped_by))
 
 
 if __name__ == "__main__":

@@ -169,3 +169,34 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# --- the suite itself must leave nothing behind in the temp dir or /dev/shm ----------------
+LEFTOVER_PATTERNS = ("torchelastic_*", "pytorch-errorfile-*", "gmi[0-9]*-*", "isaacgymenvs-gmi-*")
+_TEMP_BEFORE: set[str] = set()
+
+
+def _ours_in_temp() -> set[str]:
+    import fnmatch
+    import os
+    import tempfile
+
+    found = set()
+    for folder in {tempfile.gettempdir(), "/dev/shm"}:  # noqa: S108
+        if os.path.isdir(folder):
+            for name in os.listdir(folder):
+                if any(fnmatch.fnmatch(name, p) for p in LEFTOVER_PATTERNS):
+                    found.add(os.path.join(folder, name))
+    return found
+
+
+def pytest_sessionstart(session):
+    _TEMP_BEFORE.update(_ours_in_temp())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if runs started by the tests left temp files or segments behind."""
+    left = sorted(_ours_in_temp() - _TEMP_BEFORE)
+    if left:
+        print(f"\nleft behind in the temp dir by this test session: {left}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

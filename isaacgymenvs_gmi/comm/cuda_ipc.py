@@ -12,11 +12,11 @@ Not possible between MIG instances (separate memory partitions) or across GPUs.
 
 from __future__ import annotations
 
+import json
 import mmap
-import pickle
 
 import torch
-from torch.multiprocessing.reductions import reduce_tensor
+from torch.multiprocessing.reductions import rebuild_cuda_tensor, reduce_tensor
 
 from .collectives import Group
 from .shared_memory import DEFAULT_ROW_BYTES, SharedMemoryCollectives
@@ -56,10 +56,57 @@ class CudaIpcCollectives(SharedMemoryCollectives):
         if self.me == 0:
             rows = torch.zeros((self.k + 1) * self.row_bytes, dtype=torch.uint8, device=self.device)
             torch.cuda.synchronize(self.device)
-            store.set(handle_key, pickle.dumps(reduce_tensor(rows)))
+            store.set(handle_key, encode_rows_handle(rows))
             return rows
-        rebuild, args = pickle.loads(store.get(handle_key))  # noqa: S301 - our own GMIs wrote it
-        return rebuild(*args)
+        return open_rows_handle(store.get(handle_key), self.device)
 
     def _fence(self) -> None:
         torch.cuda.current_stream(self.device).synchronize()
+
+
+def encode_rows_handle(rows: torch.Tensor) -> str:
+    """JSON naming the CUDA allocation of ``rows`` ((n,) uint8 on a GPU): plain numbers and hex
+    strings only, so the reader unpickles nothing."""
+    _, args = reduce_tensor(rows)
+    (_, size, stride, offset, _, dtype, device, handle, storage_bytes, storage_offset) = args[:10]
+    if dtype != torch.uint8 or len(size) != 1 or tuple(stride) != (1,):
+        raise ValueError("CUDA IPC rows must be a flat uint8 tensor")
+    ref_handle, ref_offset, event_handle, event_sync = args[11:15]
+    return json.dumps(
+        {
+            "numel": int(size[0]),
+            "offset": int(offset),
+            "device": int(device),
+            "handle": bytes(handle).hex(),
+            "storage_bytes": int(storage_bytes),
+            "storage_offset": int(storage_offset),
+            "ref_handle": bytes(ref_handle).hex(),
+            "ref_offset": int(ref_offset),
+            "event_handle": None if event_handle is None else bytes(event_handle).hex(),
+            "event_sync": bool(event_sync),
+        }
+    )
+
+
+def open_rows_handle(text: bytes | str, device: torch.device) -> torch.Tensor:
+    """The rows published by :func:`encode_rows_handle`, opened in this process."""
+    h = json.loads(text)
+    if int(h["device"]) != device.index:
+        raise ValueError(f"CUDA IPC rows live on cuda:{h['device']}, this GMI uses {device}")
+    return rebuild_cuda_tensor(
+        torch.Tensor,
+        torch.Size([int(h["numel"])]),
+        (1,),
+        int(h["offset"]),
+        torch.storage.TypedStorage,
+        torch.uint8,
+        int(h["device"]),
+        bytes.fromhex(h["handle"]),
+        int(h["storage_bytes"]),
+        int(h["storage_offset"]),
+        False,
+        bytes.fromhex(h["ref_handle"]),
+        int(h["ref_offset"]),
+        None if h["event_handle"] is None else bytes.fromhex(h["event_handle"]),
+        bool(h["event_sync"]),
+    )

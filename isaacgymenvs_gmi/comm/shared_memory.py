@@ -17,6 +17,7 @@ from __future__ import annotations
 import mmap
 import os
 import platform
+import stat
 import tempfile
 import time
 import uuid
@@ -40,8 +41,42 @@ def shm_supported() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
+SEGMENT_PREFIX = "isaacgymenvs-gmi-"
+
+
 def _segment_dir() -> str:
     return "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()  # noqa: S108
+
+
+def checked_segment_path(path: str) -> str:
+    """``path`` if it names a segment this runtime could have made: a regular file (not a link)
+    directly in the segment folder, with our prefix, owned by this user and private to it.
+    Raises :class:`SegmentPathError` otherwise; the path comes from the shared store."""
+    folder, name = os.path.split(path)
+    problem = None
+    if os.path.realpath(folder) != os.path.realpath(_segment_dir()) or not name.startswith(
+        SEGMENT_PREFIX
+    ):
+        problem = f"not a {SEGMENT_PREFIX}* file in {_segment_dir()}"
+    else:
+        try:
+            info = os.lstat(path)
+        except OSError as err:
+            problem = f"cannot be read ({err.strerror})"
+        else:
+            if not stat.S_ISREG(info.st_mode):
+                problem = "not a regular file"
+            elif info.st_uid != os.getuid():
+                problem = "owned by another user"
+            elif info.st_mode & 0o077:
+                problem = f"readable by others (mode {info.st_mode & 0o777:o})"
+    if problem:
+        raise SegmentPathError(f"refusing shared-memory segment {path!r}: {problem}")
+    return path
+
+
+class SegmentPathError(RuntimeError):
+    """The store named a shared-memory segment this runtime did not make."""
 
 
 class SharedMemoryCollectives:
@@ -68,8 +103,11 @@ class SharedMemoryCollectives:
         size = header + self._host_row_bytes()
         self._epoch = 0
         path = self._create(size, store, key) if self.me == 0 else self._attach(store, key)
-        with open(path, "r+b") as f:
-            self._map = mmap.mmap(f.fileno(), size)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        try:
+            self._map = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
         counters = np.frombuffer(self._map, dtype=np.int64, count=header // 8)
         self._counters = counters[:: CACHE_LINE // 8]  # (k,) one per member, own cache line
         try:
@@ -80,7 +118,7 @@ class SharedMemoryCollectives:
                 os.unlink(path)  # the mapping outlives the name: nothing is left behind
 
     def _create(self, size: int, store: Store, key: str) -> str:
-        path = os.path.join(_segment_dir(), f"isaacgymenvs-gmi-{uuid.uuid4().hex}")
+        path = os.path.join(_segment_dir(), f"{SEGMENT_PREFIX}{uuid.uuid4().hex}")
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
             os.ftruncate(fd, size)  # zero-filled: every counter starts at 0
@@ -91,7 +129,7 @@ class SharedMemoryCollectives:
 
     @staticmethod
     def _attach(store: Store, key: str) -> str:
-        return store.get(key).decode()
+        return checked_segment_path(store.get(key).decode())
 
     # --- where the rows live (host memory here; subclasses may move them) --------------------
     device = torch.device("cpu")

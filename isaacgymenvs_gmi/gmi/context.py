@@ -11,6 +11,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .binding import GmiResources
 from .faults import EpochHook, no_fault
+from .stop import StopCheck, never_stop
 
 if TYPE_CHECKING:
     from .group import GmiGroup
@@ -27,6 +28,9 @@ class GmiContext:
         scratch_dir: a private folder, removed at exit, for side files of this GMI (rl-games
             insists on a run folder; GMIs other than 0 write theirs here); None in one process.
         before_epoch: hook the body calls with each epoch about to start (fault injection).
+        should_stop: called by the body at every epoch boundary (on every GMI, in step: with a
+            group it is a collective); returns the stop signal the run received (then the body
+            ends the run there, GMI 0 with a final checkpoint) or None to go on.
     """
 
     plan: RunPlan
@@ -34,6 +38,7 @@ class GmiContext:
     group: GmiGroup | None = None
     scratch_dir: str | None = None
     before_epoch: EpochHook = no_fault
+    should_stop: StopCheck = never_stop
 
     @property
     def rank(self) -> int:

@@ -102,6 +102,13 @@ class GmiGroup:
         self.sum_(t, what)
         return float(t.item()) / self.world_size
 
+    def agree_stop(self, signum: int | None) -> int | None:
+        """The stop signal any GMI received (the highest number if several), or None: every GMI
+        gets the same answer, so all stop after the same epoch."""
+        t = torch.tensor([signum or 0], dtype=torch.int64)
+        self.guard("stop request", lambda: dist.all_reduce(t, dist.ReduceOp.MAX, group=self.group))
+        return int(t.item()) or None
+
     def all_gather_vector(self, x: torch.Tensor, what: str) -> torch.Tensor:
         """(world_size, *x.shape): every GMI's ``x``, in GMI order."""
         x = x.detach().cpu().contiguous()

@@ -1,17 +1,27 @@
-"""Spawn a run's GMIs on this node with torch.distributed's elastic launcher (torchrun's engine).
+"""Spawn a run's GMIs on this node and watch them until they finish.
 
-The GMIs are spawned (not forked: JAX is not fork-safe), rendezvous over c10d on the loopback
-address, and are watched by the elastic agent: when one dies, the agent stops the others and the
-launch fails with that GMI's error, which :func:`spawn_gmis` turns into a one-line report. An
-MPS daemon the launch had to start is stopped whatever happens.
+The launcher owns everything a run leaves open, and closes it whatever happens:
+
+- the rendezvous store, listening on 127.0.0.1 only (a socket we bind, handed to ``TCPStore``);
+- a per-run secret that signs what GMIs publish in it, handed to each GMI through the spawn
+  pipe (:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`);
+- a private temp folder (every GMI's scratch folder and ``TMPDIR``), removed at the end;
+- the GMI processes (spawned, not forked: JAX is not fork-safe), watched by
+  :func:`~.supervise.supervise`; an MPS daemon the launch had to start is stopped.
+
+GMI sockets (gloo, NCCL's bootstrap) use the loopback interface.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
+import multiprocessing as mp
+import os
+import secrets
+import shutil
 import socket
-import uuid
+import tempfile
+from datetime import timedelta
 from typing import Any
 
 from isaacgymenvs_gmi.placement.cpu_sets import oversubscribed, usable_cores
@@ -19,69 +29,66 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .context import Body
 from .mps import mps_daemon_for
-from .worker import gmi_main
+from .supervise import GmiFailure, GmiInterrupted, GmiProcess, LauncherSignals, supervise
+from .worker import SpawnedLaunch, spawned_gmi_main
 
 log = logging.getLogger(__name__)
+TEARDOWN_GRACE_S = 3.0  # after a failure, how long the other GMIs get to exit on their own
+
+__all__ = ["GmiFailure", "GmiInterrupted", "spawn_gmis"]
 
 
-class GmiFailure(RuntimeError):
-    """A GMI failed; the message names it and its error."""
+def loopback_store(timeout: timedelta) -> tuple[Any, int]:
+    """The run's store server on 127.0.0.1 (a free port) and its port. ``TCPStore`` alone would
+    listen on every interface; handed a socket we bound, it listens where we bound it."""
+    import torch.distributed as dist
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        port = sock.getsockname()[1]
+    except OSError:
+        sock.close()
+        raise
+    fd = sock.detach()  # the store owns the descriptor from here and closes it
+    try:
+        store = dist.TCPStore(
+            "127.0.0.1", port, None, True, timeout, wait_for_workers=False, master_listen_fd=fd
+        )
+    except BaseException:
+        os.close(fd)
+        raise
+    return store, port
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def loopback_interface() -> str | None:
+    """Name of the loopback network interface (``lo`` on Linux), None if there is none."""
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        return None
+    return "lo" if "lo" in names else None
 
 
-def _traceback_of(failure) -> str:
-    message = failure.message
-    if isinstance(message, dict):
-        return str(message.get("extraInfo", {}).get("py_callstack", "")).strip()
-    return ""
-
-
-def describe_failure(err) -> str:
-    """One line per failed GMI from an elastic ``ChildFailedError``."""
-    lines = []
-    for rank, failure in sorted(err.failures.items()):
-        code = failure.exitcode
-        if code < 0:
-            try:
-                what = f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                what = f"killed by signal {-code}"
-        else:
-            message = failure.message
-            if isinstance(message, dict):
-                message = message.get("message", "")
-            text = str(message or "").strip().splitlines()
-            what = f"exited with code {code}" + (f": {text[-1]}" if text else "")
-        lines.append(f"GMI {rank} (pid {failure.pid}) {what}")
-    return "; ".join(lines) or str(err)
+def gmi_environment(scratch_root: str) -> dict[str, str]:
+    """Variables every spawned GMI sets: loopback sockets for gloo and NCCL (unless the user
+    chose interfaces), temp files in the run's private folder."""
+    env = {"TMPDIR": scratch_root}
+    lo = loopback_interface()
+    if lo:
+        for key in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            env[key] = os.environ.get(key, lo)
+    return env
 
 
 def spawn_gmis(plan: RunPlan, body: Body) -> Any:
-    """Run ``body`` in every GMI of ``plan`` on this node and return GMI 0's result; raise
-    GmiFailure naming the GMI when one fails."""
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+    """Run ``body`` in every GMI of ``plan`` on this node and return GMI 0's result.
 
-    # The agent logs every worker's traceback at ERROR; our report below says it in one line.
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
-    config = LaunchConfig(
-        min_nodes=1,
-        max_nodes=1,
-        nproc_per_node=plan.layout.per_node,
-        run_id=f"gmi-{uuid.uuid4().hex[:8]}",
-        role="gmi",
-        rdzv_backend="c10d",
-        rdzv_endpoint=f"127.0.0.1:{_free_port()}",
-        max_restarts=0,
-        monitor_interval=0.2,
-        start_method="spawn",
-    )
-    log.info("launching %s (%s backend)", plan.layout.describe(), plan.gmi_backend)
+    Raises:
+        GmiFailure: a GMI failed (the message names every failed GMI and its error).
+        GmiInterrupted: a stop signal ended the run before GMI 0 returned a result.
+    """
     layout, cores = plan.layout, usable_cores()
     if oversubscribed(cores, layout.devices_per_node, layout.per_device):
         log.warning(
@@ -89,12 +96,35 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
             layout.per_node,
             len(cores),
         )
-    with mps_daemon_for(plan.gmi_backend):
-        try:
-            results = elastic_launch(config, gmi_main)(plan, body)
-        except ChildFailedError as err:
-            rank, first = err.get_first_failure()
-            if _traceback_of(first):  # the root cause, once (the agent's own logs are muted)
-                log.error("GMI %d failed first:\n%s", rank, _traceback_of(first))
-            raise GmiFailure(describe_failure(err)) from None
-    return results.get(0)
+    log.info("launching %s (%s backend)", layout.describe(), plan.gmi_backend)
+    scratch_root = tempfile.mkdtemp(prefix="isaacgymenvs-gmi-run-")
+    processes: list[GmiProcess] = []
+    try:
+        with mps_daemon_for(plan.gmi_backend), LauncherSignals(processes) as signals:
+            store, port = loopback_store(timedelta(seconds=plan.gmi.timeout_s))
+            launch = SpawnedLaunch(
+                world_size=layout.per_node,
+                store_port=port,
+                secret=secrets.token_bytes(32),
+                scratch_root=scratch_root,
+                environ=gmi_environment(scratch_root),
+            )
+            context = mp.get_context("spawn")
+            for rank in range(layout.per_node):
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=spawned_gmi_main,
+                    args=(plan, body, rank, launch, send),
+                    name=f"gmi-{rank}",
+                )
+                process.start()
+                send.close()  # the GMI holds the only writing end: EOF when it dies
+                processes.append(GmiProcess(rank, process, receive))
+            try:
+                return supervise(processes, signals, TEARDOWN_GRACE_S)
+            finally:
+                del store
+    finally:
+        for gmi in processes:
+            gmi.kill()
+        shutil.rmtree(scratch_root, ignore_errors=True)

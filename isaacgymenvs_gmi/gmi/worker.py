@@ -1,9 +1,9 @@
 """Entry of every GMI: bind this process to its slice of the node, join the other GMIs, and run
 the body of the plan's mode.
 
-:func:`gmi_main` serves both a GMI our launcher spawned and a rank ``torchrun`` started;
-:func:`run_in_process` runs the same body in this process when the run has a single GMI. The body
-is passed in (the launcher picks it by mode), so this layer knows no mode.
+:func:`spawned_gmi_main` is a GMI our launcher spawned (:mod:`.spawn`); :func:`gmi_main` is a rank
+``torchrun`` started; :func:`run_in_process` runs the same body in this process when the run has
+a single GMI. The body is passed in (the launcher picks it by mode), so this layer knows no mode.
 """
 
 from __future__ import annotations
@@ -11,20 +11,50 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import shutil
 import signal
+import sys
 import tempfile
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
+from multiprocessing.connection import Connection
 from typing import Any
 
-from torch.distributed.elastic.multiprocessing.errors import record
-
+from isaacgymenvs_gmi.comm.signed_store import SECRET_ENV, SignedStore, secret_from_hex
+from isaacgymenvs_gmi.comm.store import Store
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .binding import bind, unbound
 from .context import Body, GmiContext
 from .faults import epoch_hook
+from .stop import StopRequest
 
+log = logging.getLogger(__name__)
 STARTUP_TIMEOUT_FACTOR = 10  # start-up (env building, compiling) may take this x gmi.timeout_s
+
+
+@dataclass(frozen=True)
+class SpawnedLaunch:
+    """What the launcher hands each GMI it spawns (through the spawn pipe, not the command line
+    or the store).
+
+    Attributes:
+        world_size: GMIs in the run.
+        store_port: port of the launcher's store on 127.0.0.1.
+        secret: the run's secret, signing what GMIs publish in the store.
+        scratch_root: the run's private temp folder, removed by the launcher whatever happens;
+            each GMI's scratch folder and temp files go inside it.
+        environ: variables every GMI sets first (socket interfaces, ``TMPDIR``).
+    """
+
+    world_size: int
+    store_port: int
+    secret: bytes
+    scratch_root: str
+    environ: dict[str, str]
 
 
 def _die_with_parent() -> None:
@@ -36,18 +66,108 @@ def _die_with_parent() -> None:
         pass
 
 
+@contextmanager
+def private_temp_dir(prefix: str) -> Iterator[str]:
+    """A fresh folder that is this process's temp dir (``TMPDIR``, and so torch's caches) until
+    exit, then removed with whatever was written there. Variables pointed into it meanwhile
+    (torch records its cache folder in ``TORCHINDUCTOR_CACHE_DIR``) get their old values back."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    before = dict(os.environ)
+    os.environ["TMPDIR"], tempfile.tempdir = folder, None
+    try:
+        yield folder
+    finally:
+        for key, value in list(os.environ.items()):
+            if value.startswith(folder):
+                if key in before:
+                    os.environ[key] = before[key]
+                else:
+                    del os.environ[key]
+        tempfile.tempdir = None
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run_in_process(plan: RunPlan, body: Body) -> Any:
-    """``body`` for a run of one GMI, in this process, unbound and without a group."""
-    return body(GmiContext(plan=plan, resources=unbound(plan), before_epoch=epoch_hook(0)))
+    """``body`` for a run of one GMI, in this process, unbound and without a group, with its
+    temp files in a folder removed at the end. Training stops gracefully at the first
+    SIGINT/SIGTERM (a second one raises ``StopNow``); playing stops at once."""
+    resources, hook = unbound(plan), epoch_hook(0)
+    with private_temp_dir("isaacgymenvs-gmi-run-"):
+        if plan.test:
+            return body(GmiContext(plan=plan, resources=resources, before_epoch=hook))
+        with StopRequest(second_stops_now=True) as stop:
+            context = GmiContext(
+                plan=plan, resources=resources, before_epoch=hook, should_stop=lambda: stop.signum
+            )
+            return body(context)
 
 
-@record
+def spawned_gmi_main(
+    plan: RunPlan, body: Body, rank: int, launch: SpawnedLaunch, results: Connection
+) -> None:
+    """Process entry of GMI ``rank`` spawned by :func:`.spawn.spawn_gmis`; sends
+    ``("ok", result)`` (GMI 0's result, None elsewhere) or ``("error", line, traceback)`` on
+    ``results`` and exits 0 or 1."""
+    stop = StopRequest(second_stops_now=False).install()  # first: Ctrl-C may come any time
+    _die_with_parent()
+    os.environ.update(launch.environ)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(launch.world_size))
+    tempfile.tempdir = None  # re-read TMPDIR
+    try:
+        import torch.distributed as dist
+
+        timeout = timedelta(seconds=plan.gmi.timeout_s)
+        raw = dist.TCPStore("127.0.0.1", launch.store_port, None, False, timeout)
+        scratch = os.path.join(launch.scratch_root, f"gmi{rank}")
+        os.makedirs(scratch, mode=0o700)
+        signed = SignedStore(raw, launch.secret)
+        result = _join_and_run(plan, body, rank, launch.world_size, raw, signed, scratch, stop)
+        results.send(("ok", result if rank == 0 else None))
+    except BaseException as err:  # noqa: BLE001 - reported to the launcher, then exit 1
+        line = f"{type(err).__name__}: {err}".strip().splitlines()
+        results.send(("error", line[-1] if line else type(err).__name__, traceback.format_exc()))
+        results.close()
+        sys.exit(1)
+    results.close()
+
+
 def gmi_main(plan: RunPlan, body: Body) -> Any:
-    """Body of one GMI process (rank and world size from torch.distributed's environment)."""
+    """Body of one rank started by ``torchrun`` (rank, world and store from its environment)."""
     import torch.distributed as dist
 
+    stop = StopRequest(second_stops_now=False).install()
     _die_with_parent()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    timeout = timedelta(seconds=plan.gmi.timeout_s)
+    master = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    raw = dist.TCPStore(*master, None, False, timeout)
+    store: Store = raw
+    if os.environ.get(SECRET_ENV):
+        store = SignedStore(raw, secret_from_hex(os.environ[SECRET_ENV]))
+    elif rank == 0:
+        log.warning(
+            "%s is not set: values in torchrun's store are not authenticated (set it to the "
+            "same random hex string on every node)",
+            SECRET_ENV,
+        )
+    with tempfile.TemporaryDirectory(prefix=f"gmi{rank}-") as scratch:
+        return _join_and_run(plan, body, rank, world, raw, store, scratch, stop)
+
+
+def _join_and_run(
+    plan: RunPlan,
+    body: Body,
+    rank: int,
+    world: int,
+    raw_store: Any,
+    store: Store,
+    scratch: str,
+    stop: StopRequest,
+) -> Any:
+    """Bind, join the process group over ``raw_store`` and run ``body`` with a group whose
+    own keys go through ``store``."""
+    import torch.distributed as dist
+
     if world != plan.world_size:
         raise RuntimeError(f"launched {world} ranks but the layout has {plan.world_size} GMIs")
     resources = bind(plan, plan.layout.place(rank))
@@ -55,23 +175,25 @@ def gmi_main(plan: RunPlan, body: Body) -> Any:
         level=logging.INFO if rank == 0 else logging.WARNING, format=f"[GMI {rank}] %(message)s"
     )
     timeout = plan.gmi.timeout_s
-    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    dist.init_process_group(
+        "gloo", store=raw_store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout)
+    )
     try:
         from .group import GmiGroup
         from .guard import CollectiveGuard
         from .status import say
 
         say(resources.describe(plan.gmi_backend))
-        store = dist.TCPStore(
-            os.environ["MASTER_ADDR"],
-            int(os.environ["MASTER_PORT"]),
-            is_master=False,
-            timeout=timedelta(seconds=timeout),
-        )
         guard = CollectiveGuard(store, rank, world, timeout)
         group = GmiGroup(rank, world, guard, store, STARTUP_TIMEOUT_FACTOR * timeout)
-        with tempfile.TemporaryDirectory(prefix=f"gmi{rank}-") as scratch:
-            context = GmiContext(plan, resources, group, scratch, epoch_hook(rank))
-            return body(context)
+        context = GmiContext(
+            plan,
+            resources,
+            group,
+            scratch,
+            epoch_hook(rank),
+            should_stop=lambda: group.agree_stop(stop.signum),
+        )
+        return body(context)
     finally:
         dist.destroy_process_group()

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 class RunResult:
     mean_reward: float | None  # mean return of the episodes finished last (training or play)
     mean_length: float | None
-    frames: int  # this GMI's env steps
+    frames: int  # env steps of the whole run (every GMI), counted from the start of training
     experiment_dir: str | None  # the run folder (checkpoints, summaries), GMI 0 only
     history: list[tuple[int, float, float]] = field(default_factory=list)
     # (frame, wall time s, mean reward) per report, training only
+    stopped_by: int | None = None  # the signal that ended training early (graceful stop)
+    checkpoint: str | None = None  # the checkpoint GMI 0 wrote last

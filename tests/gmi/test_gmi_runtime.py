@@ -16,6 +16,8 @@ import psutil
 import pytest
 import torch
 
+from isaacgymenvs_gmi.comm.signed_store import SECRET_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = 400.0
 PROGRESS = re.compile(r"\[GMI x(\d+)\] epoch (\d+)/\d+ .*mean reward (-?[\d.]+)")
@@ -173,9 +175,17 @@ def test_torchrun_two_nodes_of_two_gmis_train_cartpole(tmp_path):
         f"train_dir={tmp_path / 'runs'}",
     ]
     torchrun = [sys.executable, "-m", "torch.distributed.run"]
+    temp = tmp_path / "temp"  # torchrun's own log folders land here, not in the shared temp dir
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), SECRET_ENV: "5e" * 16}  # signed store keys
     nodes = [
         subprocess.Popen(
-            torchrun + common, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            torchrun + common,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for _ in range(2)
     ]

@@ -11,16 +11,17 @@ values (epoch and frame counts, merged episode statistics), so they agree.
 from __future__ import annotations
 
 from rl_games.algos_torch import torch_ext
-from rl_games.algos_torch.a2c_continuous import A2CAgent
 
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.group import GmiGroup
 from isaacgymenvs_gmi.gmi.status import say
+from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
 from isaacgymenvs_gmi.patches.central_value_reduction import reduce_critic_gradients
 from isaacgymenvs_gmi.patches.synced_advantages import covered, synced_prepare_dataset
 from isaacgymenvs_gmi.patches.synced_normalizers import sync_normalizers
 
 from .lockstep import PpoLockstep
+from .stopping import StoppableAgent
 
 CHECK_EVERY = 10  # epochs between replica fingerprint checks
 
@@ -41,14 +42,24 @@ class SyncedScheduler:
         return getattr(self.inner, name)
 
 
-class GmiPpoAgent(A2CAgent):
+class GmiPpoAgent(StoppableAgent):
     """``a2c_continuous`` with gradient reduction, weight broadcast and synchronised statistics,
-    for the actor-critic model and, when configured, the central value (asymmetric critic) net."""
+    for the actor-critic model and, when configured, the central value (asymmetric critic) net.
+
+    Its frame count (``self.frame``: checkpoints, ``max_frames``, summaries) is the run's total
+    over all GMIs, so it stays right when a run resumes with another number of GMIs.
+    """
 
     def __init__(
-        self, base_name, params, *, lockstep: PpoLockstep, before_epoch: EpochHook = no_fault
+        self,
+        base_name,
+        params,
+        *,
+        lockstep: PpoLockstep,
+        before_epoch: EpochHook = no_fault,
+        should_stop: StopCheck = never_stop,
     ):
-        super().__init__(base_name, params)
+        super().__init__(base_name, params, should_stop=should_stop)
         self.lockstep, self.before_epoch = lockstep, before_epoch
         group = self.group = lockstep.group
         self.scheduler = SyncedScheduler(self.scheduler, group)
@@ -103,7 +114,8 @@ class GmiPpoAgent(A2CAgent):
         self.before_epoch(self.epoch_num + 1)
         if self.epoch_num % CHECK_EVERY == 0:  # before the first update, then periodically
             self.group.check_same(self.replicas(), f"after {self.epoch_num} epochs")
-        result = super().train_epoch()
+        result = super().train_epoch()  # includes the (collective) stop check
+        self.curr_frames *= self.group.world_size  # every GMI played as many frames as this one
         per_value = (1, self.value_size)  # rl-games' reward meters hold (1, value_size) means
         self.lockstep.merge_meter(self.game_rewards, per_value)
         self.lockstep.merge_meter(self.game_shaped_rewards, per_value)

@@ -111,7 +111,15 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None) -> RunResult:
 
         runner.algo_factory.register_builder(
             "a2c_continuous",
-            lambda **kw: GmiPpoAgent(lockstep=lockstep, before_epoch=ctx.before_epoch, **kw),
+            lambda **kw: GmiPpoAgent(
+                lockstep=lockstep, before_epoch=ctx.before_epoch, should_stop=ctx.should_stop, **kw
+            ),
+        )
+    else:
+        from .stopping import StoppableAgent
+
+        runner.algo_factory.register_builder(
+            "a2c_continuous", lambda **kw: StoppableAgent(should_stop=ctx.should_stop, **kw)
         )
     runner.load({"params": params})
     runner.reset()
@@ -139,4 +147,6 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None) -> RunResult:
         frames=int(getattr(algo, "frame", 0)),
         experiment_dir=getattr(algo, "experiment_dir", None) if rank == 0 else None,
         history=observer.history,
+        stopped_by=getattr(algo, "stopped_by", None),
+        checkpoint=getattr(algo, "last_checkpoint", None) if rank == 0 else None,
     )

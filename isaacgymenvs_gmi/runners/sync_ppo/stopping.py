@@ -1,0 +1,34 @@
+"""rl-games' continuous PPO agent that ends training at an epoch boundary when the run is asked
+to stop (see :mod:`isaacgymenvs_gmi.gmi.stop`), and remembers its last checkpoint."""
+
+from __future__ import annotations
+
+from rl_games.algos_torch.a2c_continuous import A2CAgent
+
+from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
+
+
+class StoppableAgent(A2CAgent):
+    """``a2c_continuous`` plus a stop check after every epoch.
+
+    When ``should_stop`` returns a signal, the agent makes the epoch just finished its last one:
+    rl-games' own end of training then writes the final ``last_*`` checkpoint and returns.
+    """
+
+    def __init__(self, base_name, params, *, should_stop: StopCheck = never_stop):
+        super().__init__(base_name, params)
+        self.should_stop = should_stop
+        self.stopped_by: int | None = None  # the signal that ended training early
+        self.last_checkpoint: str | None = None  # the file written last by this agent
+
+    def train_epoch(self):
+        result = super().train_epoch()
+        signum = self.should_stop()
+        if signum is not None and self.stopped_by is None:
+            self.stopped_by = signum
+            self.max_epochs = self.epoch_num  # rl-games ends the run after this epoch
+        return result
+
+    def save(self, fn):
+        super().save(fn)
+        self.last_checkpoint = fn + ".pth"

@@ -1,0 +1,94 @@
+"""A ``train.py`` run started in the background, with its output read as it comes (each line
+time-stamped), for tests that act on a run while it trains (signals, faults, forged keys)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class LaunchedRun:
+    """``python train.py *args train_dir=<tmp>/runs`` with ``TMPDIR=<tmp>/temp`` (empty at start,
+    so a test can check that the run leaves nothing in it)."""
+
+    def __init__(self, tmp_path: Path, *args: str, env: dict | None = None):
+        self.runs, self.temp = tmp_path / "runs", tmp_path / "temp"
+        self.temp.mkdir(parents=True)
+        self.lines: list[tuple[float, str, str]] = []  # (time, "out" | "err", line)
+        self.proc = subprocess.Popen(
+            [sys.executable, "train.py", *args, f"train_dir={self.runs}"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TMPDIR": str(self.temp), **(env or {})},
+        )
+        self.seen_gmis: set[int] = set()
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.proc.stdout, "out"), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stderr, "err"), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream, name: str) -> None:
+        for line in stream:
+            self.lines.append((time.monotonic(), name, line.rstrip("\n")))
+
+    def text(self, name: str) -> str:
+        return "\n".join(line for _, n, line in list(self.lines) if n == name)
+
+    def wait_for(self, needle: str, timeout: float) -> float:
+        """Time when a line containing ``needle`` appeared (waits for it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for when, _, line in list(self.lines):
+                if needle in line:
+                    return when
+            if self.proc.poll() is not None:
+                time.sleep(0.5)  # let the readers drain
+                for when, _, line in list(self.lines):
+                    if needle in line:
+                        return when
+                raise AssertionError(f"run ended before {needle!r}:\n{self.text('err')[-3000:]}")
+            time.sleep(0.1)
+        raise AssertionError(f"no {needle!r} within {timeout} s:\n{self.text('err')[-3000:]}")
+
+    def gmi_pids(self) -> list[int]:
+        """The launcher's GMI processes (spawned Python children, in GMI order); every child
+        seen is checked to be gone by :meth:`leftovers`."""
+        children = psutil.Process(self.proc.pid).children(recursive=True)
+        self.seen_gmis.update(c.pid for c in children)
+        return sorted(c.pid for c in children if "spawn_main" in " ".join(c.cmdline()))
+
+    def finish(self, timeout: float) -> int:
+        try:
+            code = self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        for reader in self._readers:
+            reader.join(5)
+        return code
+
+    def leftovers(self) -> list[str]:
+        """What the run left in its temp dir, and live processes among those it started."""
+        time.sleep(0.5)
+        alive = [
+            p
+            for p in self.seen_gmis
+            if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
+        return sorted(os.listdir(self.temp)) + [f"process {p}" for p in alive]
+
+    def checkpoints(self) -> list[str]:
+        return sorted(glob.glob(str(self.runs / "*" / "nn" / "*.pth")), key=os.path.getmtime)

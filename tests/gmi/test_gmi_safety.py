@@ -1,0 +1,177 @@
+"""A run is safe by default: loopback-only sockets, a store strangers cannot steer, graceful
+stop on SIGINT/SIGTERM, stopped GMIs cleared in time, nothing left behind (real runs)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import psutil
+import pytest
+import torch
+import torch.distributed as dist
+
+from isaacgymenvs_gmi.comm.signed_store import SignedStore, StoreAuthError
+from tests.gmi.launched_run import ROOT, LaunchedRun
+
+FINGERPRINT = re.compile(r"replicas identical at 'end of training, \d+ epochs' on \d GMIs: (.*)")
+LOOPBACK = {"127.0.0.1", "::1"}
+
+
+def listening(pids: list[int]) -> list[tuple[int, str, int]]:
+    """(pid, address, port) of every listening TCP socket of ``pids``."""
+    out = []
+    for pid in pids:
+        for c in psutil.Process(pid).connections(kind="tcp"):
+            if c.status == psutil.CONN_LISTEN:
+                out.append((pid, c.laddr.ip, c.laddr.port))
+    return out
+
+
+def forge(port: int) -> int:
+    """Connect to the run's store as a stranger would and write keys a GMI reads; returns how
+    many were written."""
+    client = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=5))
+    keys = [f"gmi/progress/{r}" for r in range(2)]
+    keys += [f"gmi/0/device0/{suffix}" for suffix in ("", "shm", "cuda-ipc-rows")]
+    for key in keys:
+        client.set(key, "/etc/passwd")
+    return len(keys)
+
+
+def test_two_gmis_listen_on_loopback_only_and_a_forged_store_key_changes_nothing(tmp_path):
+    args = ["task=Cartpole", "gmi.per_gpu=2", "max_iterations=12"]
+    reference = LaunchedRun(tmp_path / "a", *args)
+    assert reference.finish(timeout=300) == 0, reference.text("err")[-3000:]
+
+    run = LaunchedRun(tmp_path / "b", *args)
+    run.wait_for("[GMI x2] epoch 1/", timeout=240)
+    pids = [run.proc.pid, *run.gmi_pids()]
+    sockets = listening(pids)
+    assert sockets and all(ip in LOOPBACK for _, ip, _ in sockets), sockets
+    store_port = next(port for pid, _, port in sockets if pid == run.proc.pid)
+    assert forge(store_port) > 0
+    assert run.finish(timeout=300) == 0, run.text("err")[-3000:]
+    # same learning, bit for bit: the forged keys were never read
+    assert FINGERPRINT.findall(run.text("out")) == FINGERPRINT.findall(reference.text("out"))
+    assert run.leftovers() == []
+
+
+def test_signed_store_rejects_values_it_did_not_sign():
+    raw = dist.HashStore()
+    ours = SignedStore(raw, b"s" * 32)
+    ours.set("gmi/0/device0", "/dev/shm/isaacgymenvs-gmi-abc")
+    assert ours.get("gmi/0/device0") == b"/dev/shm/isaacgymenvs-gmi-abc"
+    assert raw.num_keys() == 1 and not raw.check(["gmi/0/device0"])  # stored under a namespace
+    stranger = SignedStore(raw, b"t" * 32)
+    stranger.set_timeout(timedelta(milliseconds=100))
+    with pytest.raises(dist.DistStoreError):  # another secret: another namespace, nothing there
+        stranger.get("gmi/0/device0")
+    raw.set(ours._prefix + "gmi/0/device0", b"x" * 32 + b"/etc/passwd")  # guessed the name
+    with pytest.raises(StoreAuthError, match="not written by a GMI of this run"):
+        ours.get("gmi/0/device0")
+
+
+@pytest.mark.parametrize(
+    ("gmis", "sig", "code"), [(2, signal.SIGINT, 130), (1, signal.SIGTERM, 143)]
+)
+def test_a_stop_signal_ends_the_run_at_an_epoch_with_a_checkpoint_that_plays(
+    tmp_path, gmis, sig, code
+):
+    run = LaunchedRun(tmp_path, "task=Cartpole", f"gmi.per_gpu={gmis}", "max_iterations=100000")
+    progress = "[GMI x2] epoch 3/" if gmis > 1 else "epoch 3  frames"
+    run.wait_for(progress, timeout=240)
+    if gmis > 1:
+        run.gmi_pids()
+    sent = time.monotonic()
+    run.proc.send_signal(sig)
+    assert run.finish(timeout=60) == code, run.text("err")[-3000:]
+    assert time.monotonic() - sent < 30  # an epoch, a checkpoint, and exit
+    last = run.text("err").strip().splitlines()[-1]
+    found = re.search(r"final checkpoint: (\S+\.pth)$", last)
+    assert found and last.startswith(f"stopped by {sig.name}"), last
+    assert os.path.isfile(found.group(1)) and found.group(1) == run.checkpoints()[-1]
+    assert run.leftovers() == []
+    play = subprocess.run(
+        [sys.executable, "train.py", "task=Cartpole", "test=True", f"checkpoint={found.group(1)}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert play.returncode == 0 and "mean episode reward" in play.stdout, play.stderr[-2000:]
+
+
+def test_a_second_ctrl_c_stops_at_once_without_orphans(tmp_path):
+    run = LaunchedRun(tmp_path, "task=Cartpole", "gmi.per_gpu=2", "max_iterations=100000")
+    run.wait_for("[GMI x2] epoch 2/", timeout=240)
+    os.kill(run.gmi_pids()[0], signal.SIGSTOP)  # GMI 0 cannot reach the epoch boundary
+    run.proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    sent = time.monotonic()
+    run.proc.send_signal(signal.SIGINT)
+    assert run.finish(timeout=30) == 130, run.text("err")[-3000:]
+    assert time.monotonic() - sent < 10
+    assert "stopped at once by SIGINT" in run.text("err")
+    assert run.leftovers() == []
+
+
+def test_a_stopped_gmi_is_named_when_detected_and_cleared_within_the_timeout(tmp_path):
+    timeout_s = 8
+    run = LaunchedRun(
+        tmp_path, "task=Cartpole", "gmi.per_gpu=2", "max_iterations=100000",
+        f"gmi.timeout_s={timeout_s}",
+    )  # fmt: skip
+    run.wait_for("[GMI x2] epoch 2/", timeout=240)
+    os.kill(run.gmi_pids()[1], signal.SIGSTOP)
+    stopped = time.monotonic()
+    named = run.wait_for("missing: GMI 1", timeout=timeout_s + 30)
+    assert run.finish(timeout=60) == 1
+    ended = time.monotonic()
+    assert named - stopped < timeout_s + 5, named - stopped  # said when detected...
+    assert ended - stopped < timeout_s + 8, ended - stopped  # ...and cleared a few s later
+    assert "stopping the other GMIs" in run.text("err")
+    assert run.leftovers() == []
+
+
+@pytest.mark.parametrize("after", [1, 3])
+def test_frames_after_resume_are_the_runs_total(tmp_path, after):
+    per_gmi_epoch = 512 * 16  # Cartpole: numEnvs x horizon_length
+    first = LaunchedRun(tmp_path / "first", "task=Cartpole", "gmi.per_gpu=2", "max_iterations=4")
+    assert first.finish(timeout=300) == 0, first.text("err")[-3000:]
+    ckpt = first.checkpoints()[-1]
+    state = torch.load(ckpt, weights_only=False)
+    assert state["frame"] == 4 * 2 * per_gmi_epoch
+    second = LaunchedRun(
+        tmp_path / "second", "task=Cartpole", f"gmi.per_gpu={after}", "max_iterations=6",
+        f"checkpoint={ckpt}",
+    )  # fmt: skip
+    assert second.finish(timeout=300) == 0, second.text("err")[-3000:]
+    resumed = torch.load(second.checkpoints()[-1], weights_only=False)
+    assert resumed["epoch"] == 6
+    assert resumed["frame"] == (4 * 2 + 2 * after) * per_gmi_epoch
+
+
+@pytest.mark.parametrize(
+    ("how", "env"),
+    [("finished", {}), ("failed", {"ISAACGYMENVS_GMI_FAULT": "2:crash:2"}), ("killed", {})],
+)
+def test_three_gmis_leave_nothing_in_the_temp_dir(tmp_path, how, env):
+    shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    iterations = "4" if how != "killed" else "100000"
+    run = LaunchedRun(
+        tmp_path, "task=Cartpole", "gmi.per_gpu=3", f"max_iterations={iterations}", env=env
+    )
+    if how == "killed":
+        run.wait_for("[GMI x3] epoch 2/", timeout=240)
+        os.kill(run.gmi_pids()[1], signal.SIGKILL)
+    code = run.finish(timeout=300)
+    assert (code == 0) == (how == "finished"), run.text("err")[-3000:]
+    assert run.leftovers() == []
+    shm_after = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    assert not {n for n in shm_after - shm_before if n.startswith("isaacgymenvs-gmi-")}
