@@ -56,6 +56,7 @@ def epoch_hook(rank: int, environ: Mapping[str, str] = os.environ) -> EpochHook:
             log.warning("GMI %d: injected %s at epoch %d", rank, fault.kind, epoch)
             if fault.kind == "crash":
                 raise RuntimeError(f"injected crash in GMI {rank}")
-            signal.pause()  # hang: wait for a signal that never comes
+            while True:  # hang: a handled signal (a stop request) does not end it
+                signal.pause()
 
     return before_epoch

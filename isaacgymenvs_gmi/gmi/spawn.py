@@ -30,7 +30,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from .context import Body
 from .mps import mps_daemon_for
 from .supervise import GmiFailure, GmiInterrupted, GmiProcess, LauncherSignals, supervise
-from .worker import SpawnedLaunch, spawned_gmi_main
+from .worker import SpawnedLaunch, loopback_sockets, spawned_gmi_main
 
 log = logging.getLogger(__name__)
 TEARDOWN_GRACE_S = 3.0  # after a failure, how long the other GMIs get to exit on their own
@@ -62,24 +62,15 @@ def loopback_store(timeout: timedelta) -> tuple[Any, int]:
     return store, port
 
 
-def loopback_interface() -> str | None:
-    """Name of the loopback network interface (``lo`` on Linux), None if there is none."""
-    try:
-        names = [name for _, name in socket.if_nameindex()]
-    except OSError:
-        return None
-    return "lo" if "lo" in names else None
-
-
 def gmi_environment(scratch_root: str) -> dict[str, str]:
     """Variables every spawned GMI sets: loopback sockets for gloo and NCCL (unless the user
     chose interfaces), temp files in the run's private folder."""
-    env = {"TMPDIR": scratch_root}
-    lo = loopback_interface()
-    if lo:
-        for key in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
-            env[key] = os.environ.get(key, lo)
-    return env
+    return {**loopback_sockets(), **_user_interfaces(), "TMPDIR": scratch_root}
+
+
+def _user_interfaces() -> dict[str, str]:
+    keys = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+    return {k: os.environ[k] for k in keys if os.environ.get(k)}
 
 
 def spawn_gmis(plan: RunPlan, body: Body) -> Any:

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import traceback
@@ -33,6 +34,7 @@ from .faults import epoch_hook
 from .stop import StopRequest
 
 log = logging.getLogger(__name__)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 STARTUP_TIMEOUT_FACTOR = 10  # start-up (env building, compiling) may take this x gmi.timeout_s
 
 
@@ -55,6 +57,15 @@ class SpawnedLaunch:
     secret: bytes
     scratch_root: str
     environ: dict[str, str]
+
+
+def loopback_sockets() -> dict[str, str]:
+    """Variables that make gloo and NCCL open their sockets on the loopback interface."""
+    try:
+        names = {name for _, name in socket.if_nameindex()}
+    except OSError:
+        return {}
+    return {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"} if "lo" in names else {}
 
 
 def _die_with_parent() -> None:
@@ -140,6 +151,9 @@ def gmi_main(plan: RunPlan, body: Body) -> Any:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     timeout = timedelta(seconds=plan.gmi.timeout_s)
     master = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    if master[0] in LOOPBACK_HOSTS:  # a rendezvous on loopback: every GMI is on this host
+        for key, value in loopback_sockets().items():
+            os.environ.setdefault(key, value)
     raw = dist.TCPStore(*master, None, False, timeout)
     store: Store = raw
     if os.environ.get(SECRET_ENV):

@@ -52,6 +52,9 @@ def exercise_group(ctx: GmiContext) -> dict:
         seen["drift_detected"] = False
     except RuntimeError as err:
         seen["drift_detected"] = "diverged" in str(err)
+    seen["no_stop"] = group.agree_stop(None)
+    seen["stop"] = group.agree_stop(15 if rank == 1 else None)  # only GMI 1 got SIGTERM
+    seen["store_is_signed"] = type(group.store).__name__ == "SignedStore"
     return seen
 
 

@@ -34,6 +34,8 @@ def test_spawned_gmis_are_bound_joined_and_share_a_working_group(compose_cfg):
     torch.manual_seed(0)
     assert seen["weights"] == torch.nn.Linear(3, 2).weight.detach().flatten().tolist()
     assert seen["drift_detected"]  # a replica that differs in one value is caught
+    assert seen["no_stop"] is None and seen["stop"] == 15  # every GMI learns of GMI 1's signal
+    assert seen["store_is_signed"]
 
 
 def test_fault_requests_parse_and_fire_only_on_their_gmi_and_epoch():
