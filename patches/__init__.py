@@ -2,7 +2,10 @@
 
 Process-wide, by the sync-PPO body in every GMI (:func:`apply_all`):
 
-- :mod:`.atomic_checkpoint`: checkpoints are written to a temporary file and renamed into place.
+- :mod:`.atomic_checkpoint`: checkpoints are written to a temporary file and renamed into place,
+  with the task they were trained on (:func:`set_checkpoint_metadata`).
+- :mod:`.safe_checkpoint_load`: checkpoints load with ``torch.load(weights_only=True)``: plain
+  tensors and values only, never code named by the file.
 
 Per agent, by the GMI PPO agent (``runners/sync_ppo/agent.py``) when GMIs are active:
 
@@ -21,8 +24,13 @@ wrapped so adaptive learning rates follow the KL averaged over GMIs. It never se
 ``multi_gpu``.
 """
 
-from . import atomic_checkpoint
+from . import atomic_checkpoint, safe_checkpoint_load
+from .atomic_checkpoint import set_checkpoint_metadata
 
 
 def apply_all() -> None:
     atomic_checkpoint.apply()
+    safe_checkpoint_load.apply()
+
+
+__all__ = ["apply_all", "set_checkpoint_metadata"]

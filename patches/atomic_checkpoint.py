@@ -4,6 +4,10 @@ rl-games saves with ``torch.save(state, path)`` straight into the final file, so
 mid-write leaves a truncated checkpoint that no longer loads. We write to a temporary file in the
 same folder, flush it to disk, and ``os.replace`` it over the target: readers see the old file or
 the new one, never half of one. Applied by :func:`apply`; idempotent.
+
+Checkpoints also record what they were trained on, as plain strings under
+``state["isaacgymenvs_gmi"]`` (see :func:`set_checkpoint_metadata`), so a later run can say which
+task a checkpoint belongs to.
 """
 
 from __future__ import annotations
@@ -14,7 +18,19 @@ import tempfile
 import torch
 from rl_games.algos_torch import torch_ext
 
+from isaacgymenvs_gmi.config.checkpoint_file import METADATA_KEY
+
 _ORIGINAL = torch_ext.save_checkpoint
+_metadata: dict[str, str | int] = {}
+
+
+def set_checkpoint_metadata(*, task: str | None = None) -> None:
+    """Record ``task`` (the IsaacGymEnvs task name) in every checkpoint this process saves from
+    now on; ``None`` records nothing. Plain str/int values only: they load with
+    ``weights_only=True``."""
+    _metadata.clear()
+    if task is not None:
+        _metadata["task"] = str(task)
 
 
 def atomic_save(state: dict, path: str) -> None:
@@ -34,7 +50,10 @@ def atomic_save(state: dict, path: str) -> None:
 
 
 def save_checkpoint(filename: str, state: dict) -> None:
-    """Replacement for ``rl_games.algos_torch.torch_ext.save_checkpoint`` (same contract)."""
+    """Replacement for ``rl_games.algos_torch.torch_ext.save_checkpoint`` (same contract), plus
+    the metadata of :func:`set_checkpoint_metadata` when there is any."""
+    if _metadata:
+        state = {**state, METADATA_KEY: dict(_metadata)}
     atomic_save(state, filename + ".pth")
 
 

@@ -160,6 +160,15 @@ class TaskLogic(abc.ABC):
         del env_cfg  # the default task accepts any settings
 
     @classmethod
+    def observation_size(cls, env_cfg: dict[str, Any]) -> int:
+        """Observation width (``num_obs``) of this task under ``task.env`` = ``env_cfg``.
+
+        Known without building a model, so a checkpoint can be checked against it when a run is
+        planned; a task whose observations follow its settings overrides this."""
+        del env_cfg  # the default width is the class attribute
+        return cls.num_obs
+
+    @classmethod
     def prepare_spec(cls, spec: mujoco.MjSpec, env_cfg: dict[str, Any]) -> None:
         """Optional: edit a loaded MJCF/URDF spec (sensors, actuators, collision filters)."""
         del spec, env_cfg  # the default model needs no edits

@@ -153,13 +153,18 @@ class ShadowHand(TaskLogic):
             if value != allowed:
                 raise TaskConfigError(key, value, why)
 
+    @classmethod
+    def observation_size(cls, env_cfg):
+        layout = LAYOUTS[_option(env_cfg, "observationType", "full_state")]
+        return sum(WIDTHS[p] for p in layout)
+
     def __init__(self, env_cfg, sim_dt, info):
         super().__init__(env_cfg, sim_dt, info)
         self.check_config(env_cfg)
         c = env_cfg
         self.obs_type = _option(c, "observationType", "full_state")
         self.layout = LAYOUTS[self.obs_type]
-        self.num_obs = sum(WIDTHS[p] for p in self.layout)
+        self.num_obs = self.observation_size(env_cfg)
         self.dist_reward_scale = float(c["distRewardScale"])
         self.rot_reward_scale = float(c["rotRewardScale"])
         self.rot_eps = float(c["rotEps"])

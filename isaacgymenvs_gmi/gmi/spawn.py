@@ -18,9 +18,7 @@ import logging
 import multiprocessing as mp
 import os
 import secrets
-import shutil
 import socket
-import tempfile
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +27,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .context import Body
 from .mps import mps_daemon_for
+from .scratch import private_temp_dir
 from .supervise import GmiFailure, GmiInterrupted, GmiProcess, LauncherSignals, supervise
 from .worker import SpawnedLaunch, loopback_sockets, spawned_gmi_main
 
@@ -88,10 +87,13 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
             len(cores),
         )
     log.info("launching %s (%s backend)", layout.describe(), plan.gmi_backend)
-    scratch_root = tempfile.mkdtemp(prefix="isaacgymenvs-gmi-run-")
     processes: list[GmiProcess] = []
     try:
-        with mps_daemon_for(plan.gmi_backend), LauncherSignals(processes) as signals:
+        with (
+            private_temp_dir() as scratch_root,
+            mps_daemon_for(plan.gmi_backend),
+            LauncherSignals(processes) as signals,
+        ):
             store, port = loopback_store(timedelta(seconds=plan.gmi.timeout_s))
             launch = SpawnedLaunch(
                 world_size=layout.per_node,
@@ -118,4 +120,3 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
     finally:
         for gmi in processes:
             gmi.kill()
-        shutil.rmtree(scratch_root, ignore_errors=True)

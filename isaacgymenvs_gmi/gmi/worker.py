@@ -11,14 +11,11 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import shutil
 import signal
 import socket
 import sys
 import tempfile
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from multiprocessing.connection import Connection
@@ -31,6 +28,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from .binding import bind, unbound
 from .context import Body, GmiContext
 from .faults import epoch_hook
+from .scratch import private_temp_dir
 from .stop import StopRequest
 
 log = logging.getLogger(__name__)
@@ -77,33 +75,12 @@ def _die_with_parent() -> None:
         pass
 
 
-@contextmanager
-def private_temp_dir(prefix: str) -> Iterator[str]:
-    """A fresh folder that is this process's temp dir (``TMPDIR``, and so torch's caches) until
-    exit, then removed with whatever was written there. Variables pointed into it meanwhile
-    (torch records its cache folder in ``TORCHINDUCTOR_CACHE_DIR``) get their old values back."""
-    folder = tempfile.mkdtemp(prefix=prefix)
-    before = dict(os.environ)
-    os.environ["TMPDIR"], tempfile.tempdir = folder, None
-    try:
-        yield folder
-    finally:
-        for key, value in list(os.environ.items()):
-            if value.startswith(folder):
-                if key in before:
-                    os.environ[key] = before[key]
-                else:
-                    del os.environ[key]
-        tempfile.tempdir = None
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def run_in_process(plan: RunPlan, body: Body) -> Any:
     """``body`` for a run of one GMI, in this process, unbound and without a group, with its
     temp files in a folder removed at the end. Training stops gracefully at the first
     SIGINT/SIGTERM (a second one raises ``StopNow``); playing stops at once."""
     resources, hook = unbound(plan), epoch_hook(0)
-    with private_temp_dir("isaacgymenvs-gmi-run-"):
+    with private_temp_dir():
         if plan.test:
             return body(GmiContext(plan=plan, resources=resources, before_epoch=hook))
         with StopRequest(second_stops_now=True) as stop:

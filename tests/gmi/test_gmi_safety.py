@@ -13,10 +13,10 @@ from datetime import timedelta
 
 import psutil
 import pytest
-import torch
 import torch.distributed as dist
 
 from isaacgymenvs_gmi.comm.signed_store import SignedStore, StoreAuthError
+from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from tests.gmi.launched_run import ROOT, LaunchedRun
 
 FINGERPRINT = re.compile(r"replicas identical at 'end of training, \d+ epochs' on \d GMIs: (.*)")
@@ -145,14 +145,14 @@ def test_frames_after_resume_are_the_runs_total(tmp_path, after):
     first = LaunchedRun(tmp_path / "first", "task=Cartpole", "gmi.per_gpu=2", "max_iterations=4")
     assert first.finish(timeout=300) == 0, first.text("err")[-3000:]
     ckpt = first.checkpoints()[-1]
-    state = torch.load(ckpt, weights_only=False)
+    state = read_checkpoint(ckpt)
     assert state["frame"] == 4 * 2 * per_gmi_epoch
     second = LaunchedRun(
         tmp_path / "second", "task=Cartpole", f"gmi.per_gpu={after}", "max_iterations=6",
         f"checkpoint={ckpt}",
     )  # fmt: skip
     assert second.finish(timeout=300) == 0, second.text("err")[-3000:]
-    resumed = torch.load(second.checkpoints()[-1], weights_only=False)
+    resumed = read_checkpoint(second.checkpoints()[-1])
     assert resumed["epoch"] == 6
     assert resumed["frame"] == (4 * 2 + 2 * after) * per_gmi_epoch
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from isaacgymenvs_gmi.launch import plan_run, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +104,7 @@ def test_ant_ppo_runs_without_nan_learns_and_resumes(compose_cfg, tmp_path):
         glob.glob(os.path.join(first.experiment_dir, "nn", "*.pth")), key=os.path.getmtime
     )
     assert ckpts
-    state = torch.load(ckpts[-1], weights_only=False)
+    state = read_checkpoint(ckpts[-1])
     assert state["epoch"] == 30 and all(torch.isfinite(v).all() for v in state["model"].values())
     assert not glob.glob(os.path.join(first.experiment_dir, "nn", ".tmp-*"))  # atomic writes
 

@@ -54,7 +54,7 @@ def _lockstep(ctx: GmiContext) -> PpoLockstep:
 def _train(ctx: GmiContext, lockstep: PpoLockstep | None) -> RunResult:
     from rl_games.torch_runner import Runner
 
-    from isaacgymenvs_gmi.patches import apply_all
+    from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
     from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
@@ -64,6 +64,7 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None) -> RunResult:
     plan, rank, resources = ctx.plan, ctx.rank, ctx.resources
     seed = plan.seed + rank  # applied once; rl-games' own rank offset is never enabled
     apply_all()
+    set_checkpoint_metadata(task=plan.task_name)
     seed_everything(seed, plan.train.torch_deterministic)
     physics = PhysicsOptions(
         backend=plan.sim.backend, mjx_impl=plan.sim.mjx_impl, assets_root=plan.sim.assets_root

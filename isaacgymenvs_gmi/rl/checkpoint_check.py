@@ -1,0 +1,188 @@
+"""Can this run load that checkpoint? Checked when the run is planned, before anything starts.
+
+The file is read as plain data (:func:`~isaacgymenvs_gmi.config.checkpoint_file.read_checkpoint`)
+and its ``model`` state compared, tensor by tensor, with the network rl-games would build for the
+task: the train config's network, sized by the task's observation and action widths. That network
+is built by rl-games' own ``ModelBuilder`` on torch's ``meta`` device: shapes without memory,
+initialisation or a draw from the random generators, in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.checkpoint_file import (
+    CENTRAL_VALUE_KEY,
+    METADATA_KEY,
+    read_checkpoint,
+    without_compile_prefix,
+)
+from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class
+
+from .train_config import _apply_model_size_multiplier
+
+log = logging.getLogger(__name__)
+
+Shape = tuple[int, ...]
+
+
+def check_checkpoint(
+    path: str, task_name: str, task_config: dict[str, Any], train_params: dict[str, Any]
+) -> None:
+    """Raise :class:`ConfigError` on ``checkpoint`` unless ``path`` holds a checkpoint whose
+    networks fit ``task_name`` (resolved ``task_config``) trained with ``train_params`` (the
+    resolved ``train.params``).
+
+    Refused: a missing file, one that does not load as plain data (damaged, not a torch file, or
+    holding code), one without a ``model`` state, and one whose tensors differ from the network
+    this run builds (the message names the first one, both shapes and, when the checkpoint says,
+    the task it was trained on). The central value net is compared too when the train config
+    has one and the checkpoint holds its state.
+    """
+    state = read_checkpoint(path)
+    model = state.get("model")
+    if not isinstance(model, Mapping):
+        held = ", ".join(map(str, state)) or "nothing"
+        raise ConfigError(
+            "checkpoint", path, f"not an rl-games checkpoint: no 'model' state (it holds: {held})"
+        )
+    trained_on = _recorded_task(state)
+    who = f"{task_name} with this train config"
+    problem = _misfit(state, get_task_class(task_name), task_config["env"], train_params, who)
+    if problem is not None:
+        if trained_on is not None:
+            problem += f"; the checkpoint was trained on {trained_on}"
+        raise ConfigError("checkpoint", path, problem)
+    if trained_on is not None and trained_on != task_name:
+        log.warning("checkpoint %s was trained on %s, not %s", path, trained_on, task_name)
+
+
+def _misfit(
+    state: dict[str, Any],
+    task_cls: type[TaskLogic],
+    env_cfg: dict[str, Any],
+    train_params: dict[str, Any],
+    who: str,
+) -> str | None:
+    """What first keeps ``state`` from loading into the nets ``who`` (task and train config)
+    builds; None when nothing does."""
+    num_obs = task_cls.observation_size(env_cfg)
+    num_states = task_cls.num_states or num_obs  # the critic sees the observations otherwise
+    expected = _sized(lambda: policy_shapes(train_params, num_obs, task_cls.num_actions))
+    problem = _first_difference(state["model"], expected, who) if expected is not None else None
+    config = train_params["config"]
+    central_value = config.get("central_value_config")
+    if problem is not None or central_value is None or CENTRAL_VALUE_KEY not in state:
+        return problem
+    found = state[CENTRAL_VALUE_KEY]
+    if not isinstance(found, Mapping):
+        return f"{CENTRAL_VALUE_KEY} (the central value net) is not a state dict"
+    num_actions = task_cls.num_actions
+    expected = _sized(lambda: central_value_shapes(central_value, config, num_states, num_actions))
+    problem = _first_difference(found, expected, who) if expected is not None else None
+    return problem and f"central value net: {problem}"
+
+
+def _sized(shapes: Callable[[], dict[str, Shape]]) -> dict[str, Shape] | None:
+    """``shapes()``, or None (with a warning) when rl-games cannot build the net: the run then
+    stops with rl-games' own error, and the checkpoint is compared when it loads."""
+    try:
+        return shapes()
+    except Exception as e:
+        log.warning("checkpoint not compared with the network: rl-games cannot build it (%r)", e)
+        return None
+
+
+def policy_shapes(train_params: dict[str, Any], num_obs: int, num_actions: int) -> dict[str, Shape]:
+    """Shapes of the ``model`` state rl-games saves for ``train_params`` (resolved
+    ``train.params``) on a task with ``num_obs`` observations and ``num_actions`` actions."""
+    params = {"model": train_params["model"], "network": train_params["network"]}
+    params = copy.deepcopy(params)
+    _apply_model_size_multiplier(params)  # as the run's rl-games params do
+    config = train_params["config"]
+    return _built_shapes(
+        params,
+        input_shape=(num_obs,),
+        actions_num=num_actions,
+        normalize_input=bool(config["normalize_input"]),
+        normalize_value=bool(config.get("normalize_value", False)),
+    )
+
+
+def central_value_shapes(
+    central_value: dict[str, Any], config: dict[str, Any], num_states: int, num_actions: int
+) -> dict[str, Shape]:
+    """Shapes of the central value net's state (rl-games' ``assymetric_vf_nets``) for the train
+    config's ``central_value_config`` section and its ``config`` section."""
+    params = {
+        "model": central_value.get("model", {"name": "central_value"}),  # rl-games' default
+        "network": central_value["network"],
+    }
+    shapes = _built_shapes(
+        copy.deepcopy(params),
+        input_shape=(num_states,),
+        actions_num=num_actions,
+        normalize_input=bool(central_value.get("normalize_input", False)),
+        normalize_value=bool(config.get("normalize_value", False)),
+    )
+    return {f"model.{key}": shape for key, shape in shapes.items()}  # it is the trainer's .model
+
+
+def _built_shapes(
+    params: dict[str, Any],
+    *,
+    input_shape: Shape,
+    actions_num: int,
+    normalize_input: bool,
+    normalize_value: bool,
+) -> dict[str, Shape]:
+    import torch
+    from rl_games.algos_torch.model_builder import ModelBuilder
+
+    build = {
+        "input_shape": input_shape,
+        "actions_num": actions_num,
+        "value_size": 1,  # our envs report no other
+        "num_seqs": 1,  # sizes recurrent states only, which are not saved
+        "normalize_input": normalize_input,
+        "normalize_value": normalize_value,
+    }
+    with torch.device("meta"), contextlib.redirect_stdout(io.StringIO()):  # rl-games prints
+        net = ModelBuilder().load(params).build(build)
+    return {key: tuple(value.shape) for key, value in net.state_dict().items()}
+
+
+def _first_difference(found: Mapping[str, Any], expected: dict[str, Shape], who: str) -> str | None:
+    """What first keeps ``found`` (a saved state dict) from loading into ``expected``'s net."""
+    shapes = {key: _shape(value) for key, value in without_compile_prefix(found).items()}
+    for key, shape in expected.items():
+        if key in shapes and shapes[key] != shape:
+            have = "is not a tensor" if shapes[key] is None else f"has shape {shapes[key]}"
+            return f"{key} {have}, {who} needs {shape}"
+    missing = [key for key in expected if key not in shapes]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        return f"{missing[0]}{more} is missing, {who} needs {expected[missing[0]]}"
+    extra = [key for key in shapes if key not in expected]
+    if extra:
+        more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+        return f"{extra[0]}{more} is not part of the network {who} builds"
+    return None
+
+
+def _shape(value: Any) -> Shape | None:
+    import torch
+
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
+
+def _recorded_task(state: dict[str, Any]) -> str | None:
+    metadata = state.get(METADATA_KEY)
+    task = metadata.get("task") if isinstance(metadata, Mapping) else None
+    return task if isinstance(task, str) else None
