@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,7 +100,7 @@ def run_scenario(s: Scenario, work: Path) -> dict:
     reader.start()
     children: set[int] = set()
     acted = None
-    epoch_line = "[GMI x" if s.gmis > 1 else "epoch 3  frames"
+    epoch_line = re.compile(r"\[GMI x\d\] epoch" if s.gmis > 1 else r"epoch \d+  frames")
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
         try:
@@ -107,7 +108,7 @@ def run_scenario(s: Scenario, work: Path) -> dict:
             children.update(k.pid for k in kids)
         except psutil.NoSuchProcess:
             break
-        trained = sum(epoch_line in ln for _, ln in list(lines)) >= 3
+        trained = sum(bool(epoch_line.search(ln)) for _, ln in list(lines)) >= 3
         if acted is None and s.act != "none" and trained:
             who, sig = s.act.split(":")
             twice = sig.endswith("x2")
@@ -175,7 +176,8 @@ def main() -> None:
                 f"{s.name:22s} exit {r['exit_code']:4d} "
                 f"({'ok' if r['exit_code_as_expected'] else 'UNEXPECTED'})"
                 f"  told {r['told_after_s']} s  ended {r['ended_after_s']} s"
-                f"  left: temp {r['left_in_temp']} processes {r['live_processes_left']}"
+                f"  left: temp {r['left_in_temp']} (after the next run starts: "
+                f"{r['left_in_temp_after_next_run_started']}) processes {r['live_processes_left']}"
                 f" segments {r['segments_left']}  checkpoint loads: {r['last_checkpoint_loads']}",
                 flush=True,
             )
