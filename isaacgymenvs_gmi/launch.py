@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -24,18 +25,29 @@ from isaacgymenvs_gmi.config import (
     resolve_sim_settings,
     validate_train_config,
 )
+from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
+from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
 from isaacgymenvs_gmi.placement.backends import layout_for, node_layout
+from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 from isaacgymenvs_gmi.placement.inventory import Inventory, detect_inventory
 from isaacgymenvs_gmi.placement.layout import GmiLayout
+from isaacgymenvs_gmi.placement.machine_limits import (
+    EnvFootprint,
+    available_memory,
+    check_env_memory,
+    check_gmi_count,
+)
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
 from isaacgymenvs_gmi.runners import BODIES, RunResult, body_for
+from isaacgymenvs_gmi.sim.preflight import TaskFootprint, preflight_task
 from isaacgymenvs_gmi.tasks import UnknownTaskError, get_task_class
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
 
 log = logging.getLogger(__name__)
+BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "cfg" / "task"
 
 Platform = tuple[bool, tuple[str, ...], bool]  # (CUDA available, JAX platforms, warp installed)
 
@@ -53,21 +65,20 @@ def plan_run(
         task_cls.check_config(task_config["env"])
     except TaskConfigError as e:
         raise ConfigError(f"task.env.{e.key}", e.value, e.constraint) from None
+    check_run_inputs(cfg)
     gmi = GmiConfig.from_cfg(cfg.get("gmi"))
     num_envs = task_config["env"]["numEnvs"]
     train_params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
-    validate_train_config(cfg.task_name, num_envs, train_params)
+    train = TrainSettings.from_cfg(cfg)
     cuda, jax_platforms, warp = platform or detect_platform()
     sim = resolve_sim_settings(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
     )
+    footprint = preflight_task(
+        task_cls, task_config, sim.assets_root, defaults=_bundled_env(cfg.task_name)
+    )
     if gmi.mode not in BODIES:
         raise ConfigError("gmi.mode", gmi.mode, f"available in this version: {', '.join(BODIES)}")
-    if cfg.test and not cfg.checkpoint:
-        raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
-    if cfg.checkpoint and not os.path.isfile(str(cfg.checkpoint)):
-        raise ConfigError("checkpoint", cfg.checkpoint, "no such file")
-    train = TrainSettings.from_cfg(cfg)
     node = node_layout(gmi, inventory or _inventory(cuda))
     world = torchrun_world(os.environ)
     layout = torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
@@ -85,6 +96,19 @@ def plan_run(
             f"needs GMIs sharing a GPU under MPS or direct sharing (here: {node.backend}"
             f"{'' if cuda else ', no GPU'}); use auto, shm or gloo",
         )
+    _check_machine(cfg, num_envs, layout.per_node, node.backend, footprint, train)
+    validate_train_config(cfg.task_name, num_envs, train_params)
+    iterations_given = str(cfg.get("max_iterations", "")) != ""
+    validate_ppo_values(
+        train_params,
+        max_epochs_key="max_iterations" if iterations_given else "train.params.config.max_epochs",
+    )
+    if cfg.test and not cfg.checkpoint:
+        raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
+    if cfg.checkpoint:  # loads as plain data and fits this task and network, or is refused
+        from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
+
+        check_checkpoint(str(cfg.checkpoint), cfg.task_name, task_config, train_params)
     if cfg.test and layout.world_size > 1 and not world:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)
@@ -107,6 +131,38 @@ def plan_run(
         checkpoint=str(cfg.checkpoint) or None,
         under_torchrun=world is not None,
     )
+
+
+def _check_machine(
+    cfg: DictConfig,
+    num_envs: object,
+    gmis_per_node: int,
+    backend: str,
+    footprint: TaskFootprint,
+    train: TrainSettings,
+) -> None:
+    """This node can hold its GMIs and their envs (numbers in the error)."""
+    memory = available_memory()
+    check_gmi_count(gmis_per_node, len(usable_cores()), memory, cpu_backend=backend == "cpu")
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+        return  # not a count: validate_train_config names it
+    envs = EnvFootprint(
+        physics_values=footprint.physics_state_values,
+        obs=footprint.num_obs,
+        states=footprint.num_states,
+        actions=footprint.num_actions,
+        horizon=train.horizon_length,
+    )
+    key = "num_envs" if str(cfg.get("num_envs", "")) != "" else "task.env.numEnvs"
+    check_env_memory(num_envs, gmis_per_node, envs, memory, key)
+
+
+def _bundled_env(task_name: str) -> dict | None:
+    """The ``env`` section of the bundled task file of ``task_name``, if there is one."""
+    path = BUNDLED_TASKS / f"{task_name}.yaml"
+    if not path.is_file():
+        return None
+    return OmegaConf.to_container(OmegaConf.load(path).get("env", {}), resolve=False)
 
 
 def _inventory(cuda: bool) -> Inventory:

@@ -61,6 +61,10 @@ def node_layout(gmi: GmiConfig, inventory: Inventory) -> NodeLayout:
     """Validate ``gmi.*`` against the node and return its layout (raises ConfigError)."""
     backend = choose_backend(gmi.backend, gmi.mode, inventory)
     t = gmi.per_gpu
+    if gmi.sm_percent is not None and backend != "mps":
+        raise ConfigError(
+            "gmi.sm_percent", list(gmi.sm_percent), f"only applies to mps (backend here: {backend})"
+        )
     if backend == "cpu":
         cores = len(inventory.cores)
         devices = gmi.num_gpus or 1
@@ -81,13 +85,8 @@ def node_layout(gmi: GmiConfig, inventory: Inventory) -> NodeLayout:
             raise ConfigError(
                 "gmi.per_gpu", t, f"each GMI needs its own MIG instance; a GPU has only {fewest}"
             )
-    if gmi.sm_percent is not None:
-        if backend != "mps":
-            raise ConfigError("gmi.sm_percent", list(gmi.sm_percent), "only applies to mps")
-        if len(gmi.sm_percent) != t:
-            raise ConfigError(
-                "gmi.sm_percent", list(gmi.sm_percent), f"needs one value per GMI ({t})"
-            )
+    if gmi.sm_percent is not None and len(gmi.sm_percent) != t:
+        raise ConfigError("gmi.sm_percent", list(gmi.sm_percent), f"needs one value per GMI ({t})")
     return NodeLayout(backend, devices, t)
 
 

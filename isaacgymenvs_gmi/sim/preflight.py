@@ -1,0 +1,138 @@
+"""Check a task config the way a GMI will use it, short of creating a simulator.
+
+:func:`preflight_task` runs when a run is planned: it reads the timing keys, compiles the task's
+model (finding the asset under ``assets_root``), and builds the task's rules with the config,
+recording every ``task.env`` key they read. A key the task reads that is missing, a value that
+is not a number where the bundled task file has a number, a model file that is not there: each
+is a :class:`~isaacgymenvs_gmi.config.ConfigError` naming the key, before any process starts.
+Compiling a model takes a few milliseconds; no ``MjData`` is created and nothing is stepped.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+
+from isaacgymenvs_gmi.config.errors import ConfigError
+from isaacgymenvs_gmi.tasks.base import ModelInfo, TaskConfigError, TaskLogic
+
+from .model import AssetLoadError, AssetNotFoundError, compile_task_model
+
+
+@dataclass(frozen=True)
+class TaskFootprint:
+    """Sizes of one env of a task, for memory estimates.
+
+    Attributes:
+        num_obs, num_states, num_actions: widths of the task's tensors.
+        physics_state_values: float64 values MuJoCo keeps per world (``mj_stateSize``).
+    """
+
+    num_obs: int
+    num_states: int
+    num_actions: int
+    physics_state_values: int
+
+
+class _Reads(dict):
+    """``task.env`` that remembers which keys the task read."""
+
+    def __init__(self, values: dict[str, Any]):
+        super().__init__(values)
+        self.read: list[str] = []
+
+    def __getitem__(self, key):
+        self.read.append(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.append(key)
+        return super().get(key, default)
+
+
+def _number(key: str, value: Any, *, positive: bool, integer: bool) -> None:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and (not integer or float(value).is_integer())
+    ok = ok and (not positive or value > 0)
+    if not ok:
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(key, value, f"must be {kind}{' > 0' if positive else ''}")
+
+
+def check_timing(task_config: dict[str, Any]) -> None:
+    """``task.sim.dt`` is required (no silent default); ``substeps`` and
+    ``env.controlFrequencyInv`` are positive integers when given."""
+    sim, env = task_config.get("sim") or {}, task_config.get("env") or {}
+    if "dt" not in sim:
+        raise ConfigError("task.sim.dt", None, "missing: the physics time step in seconds")
+    _number("task.sim.dt", sim["dt"], positive=True, integer=False)
+    if "substeps" in sim:
+        _number("task.sim.substeps", sim["substeps"], positive=True, integer=True)
+    if "controlFrequencyInv" in env:
+        _number(
+            "task.env.controlFrequencyInv", env["controlFrequencyInv"], positive=True, integer=True
+        )
+    if "episodeLength" in env:
+        _number("task.env.episodeLength", env["episodeLength"], positive=True, integer=True)
+
+
+def preflight_task(
+    task_cls: type[TaskLogic],
+    task_config: dict[str, Any],
+    assets_root: str | None,
+    defaults: dict[str, Any] | None = None,
+) -> TaskFootprint:
+    """Check ``task_config`` (the resolved ``task`` node) for ``task_cls``; return its sizes.
+
+    ``defaults``: the bundled task file's ``env`` section; a key the task reads whose default is
+    a number must be a number here too.
+    """
+    check_timing(task_config)
+    try:
+        model, timing = compile_task_model(task_cls, task_config, assets_root)
+    except AssetNotFoundError as err:
+        raise ConfigError("assets_root", assets_root, str(err).split(": ", 1)[-1]) from None
+    except AssetLoadError as err:
+        name = task_config["env"]["asset"]["assetFileName"]
+        raise ConfigError("task.env.asset.assetFileName", name, str(err)) from None
+    except TaskConfigError as err:
+        raise ConfigError(f"task.env.{err.key}", err.value, err.constraint) from None
+    env = _Reads(task_config.get("env") or {})
+    try:
+        task = task_cls(env, timing.dt, ModelInfo.from_model(model))
+    except KeyError as err:
+        key = err.args[0] if err.args else "?"
+        raise ConfigError(
+            f"task.env.{key}", None, f"missing: {task_cls.name} reads it (see its task file)"
+        ) from None
+    except (TypeError, ValueError) as err:
+        raise _value_error(env, defaults or {}, err) from None
+    _check_numbers(env, defaults or {})
+    return TaskFootprint(
+        num_obs=int(task.num_obs),
+        num_states=int(task.num_states),
+        num_actions=int(task.num_actions),
+        physics_state_values=int(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)),
+    )
+
+
+def _check_numbers(env: _Reads, defaults: dict[str, Any]) -> None:
+    for key in dict.fromkeys(env.read):
+        default, value = defaults.get(key), dict.get(env, key)
+        wants_number = isinstance(default, numbers.Real) and not isinstance(default, bool)
+        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if wants_number and key in env and not is_number:
+            raise ConfigError(f"task.env.{key}", value, "must be a number")
+
+
+def _value_error(env: _Reads, defaults: dict[str, Any], err: Exception) -> ConfigError:
+    """The key behind a task's failure to use a value (the last one read), as a ConfigError."""
+    try:
+        _check_numbers(env, defaults)
+    except ConfigError as named:
+        return named
+    key = env.read[-1] if env.read else "?"
+    return ConfigError(f"task.env.{key}", dict.get(env, key), f"not usable: {err}")

@@ -1,0 +1,181 @@
+"""Every bad input is refused before anything starts, naming the key: the whole entry path runs
+(plan, then run) with process and simulator creation made to fail the test if reached."""
+
+from __future__ import annotations
+
+import multiprocessing.process
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from isaacgymenvs_gmi import launch
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.sim import mujoco_backend
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_GPU = (False, ("cpu",), False)
+
+BAD_INPUTS = [
+    # task and its keys
+    (["task=Ant", "task.name=NoSuchTask"], "task"),
+    (["task=Cartpole", "~task.env.maxEffort"], "task.env.maxEffort"),
+    (["task=Ant", "~task.env.headingWeight"], "task.env.headingWeight"),
+    (["task=Ant", "task.env.headingWeight=abc"], "task.env.headingWeight"),
+    (["task=Cartpole", "task.env.resetDist=abc"], "task.env.resetDist"),
+    (["task=Ant", "~task.sim.dt"], "task.sim.dt"),
+    (["task=Ant", "task.sim.dt=-1"], "task.sim.dt"),
+    (["task=Ant", "task.sim.substeps=0"], "task.sim.substeps"),
+    (["task=Ant", "task.env.controlFrequencyInv=0"], "task.env.controlFrequencyInv"),
+    (["task=Ant", "task.env.episodeLength=0"], "task.env.episodeLength"),
+    (["task=Ant", "task.env.episodeLength=abc"], "task.env.episodeLength"),
+    (["task=Ant", "assets_root=/nonexistent-assets"], "assets_root"),
+    # sizes and limits
+    (["task=Ant", "num_envs=abc"], "task.env.numEnvs"),
+    (["task=Ant", "num_envs=0"], "task.env.numEnvs"),
+    (["task=Ant", "num_envs=-5"], "task.env.numEnvs"),
+    (["task=Ant", "num_envs=1000000000"], "num_envs"),
+    (["task=Ant", "gmi.per_gpu=1000"], "gmi.per_gpu"),
+    (["task=Ant", "gmi.per_gpu=0"], "gmi.per_gpu"),
+    (["task=Ant", "gmi.per_gpu=abc"], "gmi.per_gpu"),
+    (["task=Ant", "max_iterations=abc"], "max_iterations"),
+    (["task=Ant", "max_iterations=0"], "max_iterations"),
+    (["task=Ant", "max_iterations=-3"], "max_iterations"),
+    (["task=Ant", "train.params.config.max_epochs=abc"], "train.params.config.max_epochs"),
+    (["task=Ant", "train.params.config.horizon_length=0"], "train.params.config.horizon_length"),
+    (["task=Ant", "train.params.config.minibatch_size=1000"], "train.params.config.minibatch_size"),
+    (["task=Ant", "train.params.config.mini_epochs=0"], "train.params.config.mini_epochs"),
+    # PPO numbers
+    (["task=Ant", "train.params.config.learning_rate=-1"], "train.params.config.learning_rate"),
+    (["task=Ant", "train.params.config.learning_rate=abc"], "train.params.config.learning_rate"),
+    (["task=Ant", "train.params.config.gamma=5"], "train.params.config.gamma"),
+    (["task=Ant", "train.params.config.tau=2"], "train.params.config.tau"),
+    (["task=Ant", "train.params.config.e_clip=-1"], "train.params.config.e_clip"),
+    (["task=Ant", "train.params.config.entropy_coef=-1"], "train.params.config.entropy_coef"),
+    (["task=Ant", "train.params.config.critic_coef=abc"], "train.params.config.critic_coef"),
+    (["task=Ant", "train.params.config.grad_norm=-1"], "train.params.config.grad_norm"),
+    (["task=Ant", "train.params.config.kl_threshold=-1"], "train.params.config.kl_threshold"),
+    (["task=Ant", "train.params.config.lr_schedule=foo"], "train.params.config.lr_schedule"),
+    (["task=Ant", "train.params.config.save_frequency=abc"], "train.params.config.save_frequency"),
+    (["task=Ant", "train.params.config.score_to_win=abc"], "train.params.config.score_to_win"),
+    (
+        ["task=Ant", "train.params.config.bounds_loss_coef=abc"],
+        "train.params.config.bounds_loss_coef",
+    ),
+    # top-level keys
+    (["task=Ant", "seed=abc"], "seed"),
+    (["task=Ant", "seed=1.5"], "seed"),
+    (["task=Ant", "seed=-7"], "seed"),
+    (["task=Ant", "experiment=../../x"], "experiment"),
+    (["task=Ant", "experiment=a/b"], "experiment"),
+    (["task=Ant", "experiment=/abs"], "experiment"),
+    (["task=Ant", "+full_experiment_name=../x"], "full_experiment_name"),
+    (["task=Ant", "train_dir="], "train_dir"),
+    (["task=Ant", "torch_deterministic=maybe"], "torch_deterministic"),
+    (["task=Ant", "test=maybe"], "test"),
+    (["task=Ant", "test=True"], "checkpoint"),
+    (["task=Ant", "checkpoint=/nonexistent.pth"], "checkpoint"),
+    (["task=Ant", "sigma=abc"], "sigma"),
+    (["task=Ant", "sim_device=tpu"], "sim_device"),
+    (["task=Ant", "rl_device=banana"], "rl_device"),
+    (["task=Ant", "sim_backend=physx"], "sim_backend"),
+    # GMI settings
+    (["task=Ant", "gmi.sm_percent=[50]"], "gmi.sm_percent"),
+    (["task=Ant", "gmi.timeout_s=0"], "gmi.timeout_s"),
+    (["task=Ant", "gmi.mode=async"], "gmi.mode"),
+    (["task=Ant", "gmi.comm=fast"], "gmi.comm"),
+    (["task=Ant", "gmi.backend=tpu"], "gmi.backend"),
+    (["task=Ant", "gmi.num_gpus=64"], "gmi.num_gpus"),
+    (["task=Ant", "gmi.per_gpu=2", "gmi.intra_device=ipc"], "gmi.intra_device"),
+]
+
+
+@pytest.fixture
+def nothing_may_start(monkeypatch):
+    """Fail the test if a process, a GMI or a simulator is created; yields the children before."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("started work for an input that should have been refused")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    for name in ("spawn_gmis", "run_in_process", "gmi_main"):
+        monkeypatch.setattr(launch, name, refuse)
+    monkeypatch.setattr(mujoco_backend.MujocoBackend, "__init__", refuse)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    yield
+    after = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert after <= before, "a child process was created"
+
+
+@pytest.mark.parametrize(("overrides", "key"), BAD_INPUTS, ids=lambda v: str(v))
+def test_refused_before_start_naming_the_key(compose_cfg, nothing_may_start, overrides, key):
+    cfg = compose_cfg(*overrides)
+    with pytest.raises(ConfigError) as refused:
+        launch.run(cfg, launch.plan_run(cfg, platform=NO_GPU))
+    assert refused.value.key == key, str(refused.value)
+    assert str(refused.value).startswith(f"{key}=")
+
+
+def test_the_numbers_are_in_the_errors(compose_cfg, nothing_may_start):
+    def message(*overrides: str) -> str:
+        with pytest.raises(ConfigError) as refused:
+            launch.plan_run(compose_cfg(*overrides), platform=NO_GPU)
+        return str(refused.value)
+
+    envs = message("task=Ant", "num_envs=1000000000")
+    assert "GiB" in envs and "KiB per env" in envs and "envs per GMI fit" in envs
+    assert "at most 4 per core" in message("task=Ant", "gmi.per_gpu=1000")
+    assert "(0, 1]" in message("task=Ant", "train.params.config.gamma=5")
+
+
+def test_a_checkpoint_of_another_task_is_refused_naming_its_shape(compose_cfg, tmp_path):
+    """A state saved with another task's observation width (Cartpole: 4) played as Ant (60)."""
+    from isaacgymenvs_gmi.config.checkpoint_file import METADATA_KEY
+
+    state = {
+        "model": {"running_mean_std.running_mean": torch.zeros(4)},
+        METADATA_KEY: {"task": "Cartpole"},
+    }
+    torch.save(state, tmp_path / "cartpole.pth")
+    cfg = compose_cfg("task=Ant", "test=True", f"checkpoint={tmp_path / 'cartpole.pth'}")
+    with pytest.raises(ConfigError) as refused:
+        launch.plan_run(cfg, platform=NO_GPU)
+    assert refused.value.key == "checkpoint" and "(4,)" in str(refused.value)
+
+
+def test_good_inputs_still_pass(compose_cfg):
+    for overrides in (
+        ["task=Ant"],
+        ["task=ShadowHand"],
+        ["task=Cartpole", "gmi.per_gpu=3"],
+        ["task=Ant", "experiment=my_run-2"],
+        ["task=Ant", "max_iterations=-1"],
+        ["task=Ant", "seed=-1"],
+    ):
+        launch.plan_run(compose_cfg(*overrides), platform=NO_GPU)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["train.params.config.gamma=5"], "train.params.config.gamma"),
+        (["experiment=../../x"], "experiment"),
+        (["gmi.per_gpu=1000"], "gmi.per_gpu"),
+    ],
+)
+def test_train_py_exits_2_with_one_line(overrides, key):
+    proc = subprocess.run(
+        [sys.executable, "train.py", "task=Cartpole", *overrides],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {key}="), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
