@@ -32,13 +32,13 @@ def one_run(per_gpu: int, total_envs: int, epochs: int) -> dict:
             "train.params.config.save_frequency=0",
         )
         result = run(cfg, plan_run(cfg))
-    hist = result.history  # GMI 0: (its frames, rl-games clock s, mean reward)
+    hist = result.history  # GMI 0: (the run's frames, all GMIs, rl-games clock s, mean reward)
     (f0, t0, _), (f1, t1, _) = hist[2], hist[-1]
     return {
         "per_gpu": per_gpu,
         "envs_per_gmi": envs,
-        "env_steps_per_s": per_gpu * (f1 - f0) / (t1 - t0),
-        "curve": [(per_gpu * f, t, r) for f, t, r in hist],
+        "env_steps_per_s": (f1 - f0) / (t1 - t0),
+        "curve": list(hist),
     }
 
 
