@@ -5,6 +5,8 @@ the runtime publishes is therefore signed with a per-run secret (HMAC-SHA256 ove
 that reaches the GMIs through their launcher, never through the store, and keys live under a
 namespace derived from the same secret. A reader rejects a value whose signature does not match,
 so a process outside the run can neither read our keys by name nor steer the run by writing one.
+torch's own keys (the process group's address exchange) can be put under :attr:`namespace` too
+(``PrefixStore``): a stranger cannot name them either.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ class SignedStore:
         if len(secret) < 16:
             raise ValueError("the run secret must be at least 16 bytes")
         self.inner, self._secret = inner, secret
-        self._prefix = "gmi-" + self._mac(b"namespace").hex()[:16] + "/"
+        self.namespace = "gmi-" + self._mac(b"namespace").hex()[:32] + "/"
+        self._prefix = self.namespace + "v/"
 
     def _mac(self, *parts: bytes) -> bytes:
         mac = hmac.new(self._secret, digestmod=hashlib.sha256)

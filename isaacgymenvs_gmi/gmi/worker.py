@@ -166,6 +166,8 @@ def _join_and_run(
         level=logging.INFO if rank == 0 else logging.WARNING, format=f"[GMI {rank}] %(message)s"
     )
     timeout = plan.gmi.timeout_s
+    if isinstance(store, SignedStore):  # the group's own keys under the secret namespace too
+        raw_store = dist.PrefixStore(store.namespace + "pg", raw_store)
     dist.init_process_group(
         "gloo", store=raw_store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout)
     )
