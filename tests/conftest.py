@@ -172,8 +172,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --- the suite itself must leave nothing behind in the temp dir or /dev/shm ----------------
-LEFTOVER_PATTERNS = ("torchelastic_*", "pytorch-errorfile-*", "gmi[0-9]*-*", "isaacgymenvs-gmi-*")
+LEFTOVER_PATTERNS = (
+    "torchelastic_*",
+    "pytorch-errorfile-*",
+    "gmi[0-9]*-*",
+    "isaacgymenvs-gmi-*",
+    "torchinductor_*",
+)
 _TEMP_BEFORE: set[str] = set()
+_SESSION_CACHE: list[str] = []  # torch's compile cache for this session, removed at its end
 
 
 def _ours_in_temp() -> set[str]:
@@ -191,11 +198,21 @@ def _ours_in_temp() -> set[str]:
 
 
 def pytest_sessionstart(session):
+    import os
+    import tempfile
+
     _TEMP_BEFORE.update(_ours_in_temp())
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # importing rl-games makes torch create it
+        _SESSION_CACHE.append(tempfile.mkdtemp(prefix="test-session-torch-cache-"))
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _SESSION_CACHE[0]
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Fail the session if runs started by the tests left temp files or segments behind."""
+    import shutil
+
+    for folder in _SESSION_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
     left = sorted(_ours_in_temp() - _TEMP_BEFORE)
     if left:
         print(f"\nleft behind in the temp dir by this test session: {left}")

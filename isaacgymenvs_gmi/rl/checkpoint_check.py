@@ -25,7 +25,7 @@ from isaacgymenvs_gmi.config.checkpoint_file import (
 )
 from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class
 
-from .train_config import _apply_model_size_multiplier
+from .train_config import apply_model_size_multiplier
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def policy_shapes(train_params: dict[str, Any], num_obs: int, num_actions: int) 
     ``train.params``) on a task with ``num_obs`` observations and ``num_actions`` actions."""
     params = {"model": train_params["model"], "network": train_params["network"]}
     params = copy.deepcopy(params)
-    _apply_model_size_multiplier(params)  # as the run's rl-games params do
+    apply_model_size_multiplier(params)  # as the run's rl-games params do
     config = train_params["config"]
     return _built_shapes(
         params,

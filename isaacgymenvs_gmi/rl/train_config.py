@@ -44,11 +44,11 @@ def rlgames_params(
         config["mixed_precision"] = False  # fp16 autocast is a CUDA feature
     player = config.setdefault("player", {})
     player.setdefault("games_num", num_envs)  # one episode per env, then report the mean
-    _apply_model_size_multiplier(params)
+    apply_model_size_multiplier(params)
     return params
 
 
-def _apply_model_size_multiplier(params: dict[str, Any]) -> None:
+def apply_model_size_multiplier(params: dict[str, Any]) -> None:
     mlp = params.get("network", {}).get("mlp", {})
     factor = mlp.get("model_size_multiplier", 1)
     if factor != 1:
