@@ -20,6 +20,7 @@ LAYERS = {
     "runners": 1,
     "gmi": 2,
     "comm": 3,
+    "channels": 3,
     "placement": 4,
     "rl": 4,
     "patches": 4,
