@@ -8,6 +8,7 @@ whole async system can run on this one in a single process (tests, a debugger).
 from __future__ import annotations
 
 import queue
+import threading
 
 from .chunks import Chunk
 
@@ -22,7 +23,8 @@ class InProcessChannel:
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1 (got {capacity})")
-        self._queue: queue.Queue[Chunk | None] = queue.Queue(maxsize=capacity)
+        self._slots = threading.BoundedSemaphore(capacity)  # free places for chunks
+        self._queue: queue.Queue[Chunk | None] = queue.Queue()  # the end mark needs no place
         self._closed = False
 
     def send(self, chunk: Chunk, timeout: float | None = None) -> None:
@@ -30,7 +32,9 @@ class InProcessChannel:
         ``timeout`` seconds)."""
         if self._closed:
             raise ChannelClosed("send on a closed channel")
-        self._queue.put(chunk, timeout=timeout)
+        if not self._slots.acquire(timeout=timeout):
+            raise queue.Full
+        self._queue.put(chunk)
 
     def recv(self, timeout: float | None = None) -> Chunk:
         """The oldest chunk, waiting for one (``queue.Empty`` after ``timeout`` seconds);
@@ -39,14 +43,16 @@ class InProcessChannel:
         if item is None:
             self._queue.put(None)  # let other consumers see the end too
             raise ChannelClosed("channel closed")
+        self._slots.release()
         return item
 
     def close(self) -> None:
-        """No more sends; consumers get what is buffered, then :class:`ChannelClosed`."""
+        """No more sends; consumers get what is buffered, then :class:`ChannelClosed`. Never
+        waits, even on a full channel."""
         if not self._closed:
             self._closed = True
             self._queue.put(None)
 
     def depth(self) -> int:
-        """Chunks buffered now (approximate while others run)."""
-        return self._queue.qsize()
+        """Chunks buffered now (approximate while others run; the end mark not counted)."""
+        return self._queue.qsize() - int(self._closed)

@@ -103,5 +103,9 @@ def test_a_full_channel_makes_the_producer_wait():
         channel.send(second, timeout=0.05)
     assert channel.recv(timeout=1) is first
     channel.send(second, timeout=1)
+    channel.close()  # does not wait on a full channel
+    assert channel.recv(timeout=1) is second
+    with pytest.raises(ChannelClosed):
+        channel.recv(timeout=1)
     with pytest.raises(ValueError):
         InProcessChannel(capacity=0)
