@@ -1,12 +1,46 @@
 """Experience channels between actor and trainer GMIs (paper Sec. 4.2, Fig. 5).
 
-A rollout chunk is split by kind into channels (:mod:`.chunks`), carried by a transport with
-bounded buffers (:mod:`.in_process` is the in-process twin every other transport is tested
-against), and accounted for exactly once (:mod:`.ledger`).
+An actor's :class:`Dispenser` splits each env step by kind (:mod:`.kinds`) into the channels of
+:mod:`.spec`; per channel a :class:`~.compressor.Compressor` packs steps straight into a slot of
+the route's ring (:mod:`.route`) until the transfer is full; the migrator (:mod:`.migrator`)
+sends each chunk to the trainer with the most free credit and, on the trainer, rebuilds whole
+chunks from the slots; the trainer's :class:`Batcher` stacks or slices them into training
+batches and drops data too old for the policy; the :class:`Ledger` checks every chunk arrives
+once and in order. Weights go the other way through a :class:`WeightsBoard`. Routes and boards
+live in shared memory between processes, or in private memory in one process (the twin).
 """
 
-from .chunks import CHANNEL_KINDS, Chunk, dispense
-from .in_process import InProcessChannel
-from .ledger import ExactlyOnceError, Ledger
+from .batcher import Batcher, LagStats, batch_geometry
+from .dispenser import Dispenser
+from .kinds import KindSpec, experience_kinds
+from .ledger import ExactlyOnceError, Ledger, balance_line
+from .migrator import Chunk, Collector, pick_route
+from .route import ChannelClosed, Header, Route, RouteShape, route_shape
+from .spec import ChannelMode, ChannelSpec, channel_specs
+from .weights import WeightsBoard, flatten, unflatten
 
-__all__ = ["CHANNEL_KINDS", "Chunk", "ExactlyOnceError", "InProcessChannel", "Ledger", "dispense"]
+__all__ = [
+    "Batcher",
+    "ChannelClosed",
+    "ChannelMode",
+    "ChannelSpec",
+    "Chunk",
+    "Collector",
+    "Dispenser",
+    "ExactlyOnceError",
+    "Header",
+    "KindSpec",
+    "LagStats",
+    "Ledger",
+    "Route",
+    "RouteShape",
+    "WeightsBoard",
+    "balance_line",
+    "batch_geometry",
+    "channel_specs",
+    "experience_kinds",
+    "flatten",
+    "pick_route",
+    "route_shape",
+    "unflatten",
+]

@@ -1,15 +1,19 @@
 """Exactly-once accounting of chunks: every chunk an actor produces is consumed, dropped (too
 old for the policy) or still in flight at the end, once, and in the actor's order.
 
-The trainer calls :meth:`Ledger.accept` for each chunk it takes; a duplicate, a gap or a chunk
-out of its actor's order raises :class:`ExactlyOnceError`. At the end the run states
-``produced = consumed + dropped + in flight`` (:meth:`Ledger.balance`).
+A trainer calls :meth:`Ledger.accept` for each chunk it takes, with the chunk's number on its
+actor's route to this trainer; a duplicate, a gap or a chunk out of order raises
+:class:`ExactlyOnceError`. At the end the run states
+``produced = consumed + dropped for lag + in flight at stop`` (:meth:`Ledger.balance`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Literal
+
+Outcome = Literal["consumed", "dropped", "in_flight"]
 
 
 class ExactlyOnceError(RuntimeError):
@@ -23,26 +27,50 @@ class Ledger:
     next_seq: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     consumed: int = 0
     dropped: int = 0
+    in_flight: int = 0
 
-    def accept(self, actor: int, seq: int, transitions: int, *, keep: bool = True) -> None:
-        """Account for chunk ``seq`` of ``actor`` holding ``transitions``; ``keep=False`` counts
-        it as dropped (e.g. older than the allowed policy lag)."""
+    def accept(
+        self, actor: int, seq: int, transitions: int, outcome: Outcome | bool = "consumed"
+    ) -> None:
+        """Account for chunk ``seq`` of ``actor`` holding ``transitions`` (``outcome`` True /
+        False are short for consumed / dropped)."""
+        if isinstance(outcome, bool):
+            outcome = "consumed" if outcome else "dropped"
+        self.check(actor, seq)
+        self.count(outcome, transitions)
+
+    def check(self, actor: int, seq: int) -> None:
+        """Chunk ``seq`` of ``actor`` is the next one of its stream (raises otherwise)."""
         expected = self.next_seq[actor]
         if seq != expected:
             what = "again" if seq < expected else f"before chunk {expected}"
             raise ExactlyOnceError(f"actor {actor}: chunk {seq} arrived {what}")
         self.next_seq[actor] = seq + 1
-        if keep:
-            self.consumed += transitions
-        else:
-            self.dropped += transitions
 
-    def balance(self, produced: int, in_flight: int) -> str:
-        """The end-of-run line; raises :class:`ExactlyOnceError` when it does not balance."""
-        line = (
-            f"produced {produced:,} = consumed {self.consumed:,} + dropped for lag "
-            f"{self.dropped:,} + in flight at stop {in_flight:,}"
+    def count(self, outcome: Outcome, transitions: int) -> None:
+        """Add ``transitions`` of chunks already checked to ``outcome``."""
+        setattr(self, outcome, getattr(self, outcome) + transitions)
+
+    def totals(self) -> tuple[int, int, int]:
+        return self.consumed, self.dropped, self.in_flight
+
+    def balance(self, produced: int, in_flight: int | None = None) -> str:
+        """The end-of-run line; raises :class:`ExactlyOnceError` when it does not balance.
+        ``in_flight`` defaults to the chunks accounted as in flight."""
+        return balance_line(
+            produced,
+            self.consumed,
+            self.dropped,
+            self.in_flight if in_flight is None else in_flight,
         )
-        if produced != self.consumed + self.dropped + in_flight:
-            raise ExactlyOnceError("unbalanced: " + line)
-        return line
+
+
+def balance_line(produced: int, consumed: int, dropped: int, in_flight: int) -> str:
+    """``produced = consumed + dropped + in flight`` as a line; raises when it does not hold."""
+    line = (
+        f"produced {produced:,} = consumed {consumed:,} + dropped for lag {dropped:,} + "
+        f"in flight at stop {in_flight:,}"
+    )
+    if produced != consumed + dropped + in_flight:
+        raise ExactlyOnceError("unbalanced: " + line)
+    return line

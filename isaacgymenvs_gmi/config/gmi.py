@@ -13,18 +13,21 @@ from ._values import (
     check_percent,
     to_plain,
 )
+from .async_mode import AsyncSettings
 from .errors import ConfigError
 
 GmiBackend = Literal["auto", "mps", "mig", "direct", "cpu"]
 GmiMode = Literal["sync", "async", "serve"]
 GmiComm = Literal["auto", "mpr", "mrr", "har"]
 GmiIntraDevice = Literal["auto", "shm", "ipc", "gloo"]
+GmiChannels = Literal["multi", "uni"]
 
 #: Allowed values, in the order used in error messages.
 GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
 GMI_MODES: tuple[GmiMode, ...] = get_args(GmiMode)
 GMI_COMMS: tuple[GmiComm, ...] = get_args(GmiComm)
 GMI_INTRA_DEVICE: tuple[GmiIntraDevice, ...] = get_args(GmiIntraDevice)
+GMI_CHANNELS: tuple[GmiChannels, ...] = get_args(GmiChannels)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,12 @@ class GmiConfig:
             number of GMIs.
         timeout_s: seconds a collective between GMIs may wait for a missing GMI before the run
             stops and names it (start-up, which builds envs and compiles, gets 10x this).
+        trainers: in async mode, how many of the GMIs train (the first ones); the rest act.
+            Checked against the number of GMIs by the runtime, which knows it.
+        channels: in async and serve mode, experience travels split by kind into channels
+            ("multi", the paper's multi-channel design) or packed step by step into one
+            channel ("uni", the paper's uni-channel baseline).
+        async_: ``gmi.async.*``, the A3C runner's settings.
     """
 
     per_gpu: int = 1
@@ -60,6 +69,9 @@ class GmiConfig:
     intra_device: GmiIntraDevice = "auto"
     sm_percent: tuple[float, ...] | None = None
     timeout_s: int = 30
+    trainers: int = 1
+    channels: GmiChannels = "multi"
+    async_: AsyncSettings = AsyncSettings()
 
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str = "gmi") -> GmiConfig:
@@ -69,7 +81,7 @@ class GmiConfig:
             ConfigError: naming ``<prefix>.<key>`` for an unknown key or a bad value.
         """
         given = as_mapping(prefix, node)
-        known = tuple(f.name for f in fields(cls))
+        known = tuple(f.name.rstrip("_") for f in fields(cls))
         check_known_keys(prefix, given, known)
         defaults = cls()
 
@@ -92,6 +104,13 @@ class GmiConfig:
         timeout_s = check_int(
             f"{prefix}.timeout_s", given.get("timeout_s", defaults.timeout_s), minimum=1
         )
+        trainers = check_int(
+            f"{prefix}.trainers", given.get("trainers", defaults.trainers), minimum=1
+        )
+        channels = check_choice(
+            f"{prefix}.channels", given.get("channels", defaults.channels), GMI_CHANNELS
+        )
+        async_ = AsyncSettings.from_cfg(given.get("async"), prefix=f"{prefix}.async")
 
         return cls(
             per_gpu=per_gpu,
@@ -102,6 +121,9 @@ class GmiConfig:
             intra_device=cast(GmiIntraDevice, intra_device),
             sm_percent=sm_percent,
             timeout_s=timeout_s,
+            trainers=trainers,
+            channels=cast(GmiChannels, channels),
+            async_=async_,
         )
 
 

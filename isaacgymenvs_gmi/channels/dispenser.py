@@ -1,0 +1,68 @@
+"""The dispenser (paper Sec. 4.2): one per actor, it splits each env step's experience by kind
+into the channels of the route the migrator chose for the current chunk.
+
+An actor calls :meth:`Dispenser.push` once per env step with a row per env of every kind; after
+``chunk_steps`` steps the chunk is complete on every channel and counted as produced on its
+route (the exactly-once ledger balances against that count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import torch
+
+from .compressor import Compressor
+from .migrator import pick_route
+from .route import Route
+
+
+class Dispenser:
+    """Actor ``actor``'s sending end over ``routes`` (one per trainer).
+
+    Args:
+        deadline_s: the compressor's deadline (see :class:`~.compressor.Compressor`).
+        abort: true once the run is stopping: a wait for a credit gives up
+            (:class:`~.route.ChannelClosed`).
+    """
+
+    def __init__(
+        self,
+        actor: int,
+        routes: Sequence[Route],
+        deadline_s: float,
+        abort: Callable[[], bool],
+    ):
+        self.actor, self.routes = actor, list(routes)
+        self.chunk_steps = self.routes[0].shape.chunk_steps
+        self.compressors = [
+            [Compressor(ring, deadline_s, abort) for ring in route.rings] for route in self.routes
+        ]
+        self.seq = 0  # chunks started
+        self.route_seq = [0] * len(self.routes)
+        self._route = 0
+        self._step = 0
+        self.produced = 0  # transitions in chunks completed
+
+    def push(self, step: Mapping[str, torch.Tensor]) -> None:
+        """One env step: kind -> (N, *shape) host tensors (every kind of the channels)."""
+        if self._step == 0:
+            self._route = pick_route(self.routes)
+        route, r = self.routes[self._route], self._route
+        head = (self.actor, self.seq, self.route_seq[r], self.chunk_steps)
+        block = {name: t.unsqueeze(0) for name, t in step.items()}
+        for compressor in self.compressors[r]:
+            compressor.add(block, self._step, head)
+        self._step += 1
+        if self._step == self.chunk_steps:
+            envs = next(iter(step.values())).shape[0]
+            route.count_produced(self.chunk_steps * envs)
+            self.produced += self.chunk_steps * envs
+            self.route_seq[r] += 1
+            self.seq += 1
+            self._step = 0
+
+    @property
+    def transfers(self) -> int:
+        """Blocks published over every channel and route."""
+        return sum(c.transfers for route in self.compressors for c in route)

@@ -1,0 +1,87 @@
+"""Which kinds ride in which channel, and how a channel's rows are laid out in bytes.
+
+``multi`` (the paper's multi-channel design): one channel per kind, so each transfer is one
+contiguous tensor and the compressor can grow it to a large size. ``uni`` (the baseline): every
+kind packed into one byte row per env, one channel, sent step by step. Both share this code: a
+channel is a list of kinds at byte offsets in a row; ``multi`` channels just hold one kind each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from .kinds import KindSpec
+
+ChannelMode = Literal["multi", "uni"]
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """Channel ``index``: its ``kinds`` side by side in a row of ``row_bytes`` per env."""
+
+    index: int
+    name: str
+    kinds: tuple[KindSpec, ...]
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        out, at = [], 0
+        for k in self.kinds:
+            out.append(at)
+            at += k.row_bytes
+        return tuple(out)
+
+    @property
+    def row_bytes(self) -> int:
+        return sum(k.row_bytes for k in self.kinds)
+
+    def pack(self, rows: torch.Tensor, step: dict[str, torch.Tensor], at: int = 0) -> None:
+        """Write one block of steps into ``rows``.
+
+        Args:
+            rows: (S, N, row_bytes) uint8 destination (a transport slot).
+            step: kind -> (s, N, *shape) tensors (s <= S - at), on the host.
+            at: first step of ``rows`` to write.
+        """
+        for kind, offset in zip(self.kinds, self.offsets, strict=True):
+            data = step[kind.name]
+            s, n = data.shape[0], data.shape[1]
+            rows[at : at + s, :, offset : offset + kind.row_bytes].copy_(_as_bytes(data, s, n))
+
+    def unpack(self, rows: torch.Tensor, into: dict[str, torch.Tensor], at: int) -> None:
+        """Copy ``rows`` ((s, N, row_bytes) uint8) into steps ``[at, at + s)`` of the
+        (T, N, *shape) tensors in ``into``."""
+        s, n = rows.shape[0], rows.shape[1]
+        for kind, offset in zip(self.kinds, self.offsets, strict=True):
+            dest = into[kind.name][at : at + s]
+            _as_bytes(dest, s, n).copy_(rows[:, :, offset : offset + kind.row_bytes])
+
+
+def _as_bytes(t: torch.Tensor, steps: int, envs: int) -> torch.Tensor:
+    """(steps, envs, row_bytes) uint8 view of a contiguous (steps, envs, ...) tensor."""
+    if not t.is_contiguous():
+        t = t.contiguous()
+    flat = t.reshape(steps, envs, -1)
+    if flat.dtype == torch.bool:
+        return flat.view(torch.uint8)
+    if flat.shape[-1] == 0:
+        return (
+            flat.view(torch.uint8)
+            if flat.dtype == torch.uint8
+            else torch.empty(steps, envs, 0, dtype=torch.uint8)
+        )
+    return flat.view(torch.uint8)
+
+
+def channel_specs(mode: ChannelMode, kinds: tuple[KindSpec, ...]) -> tuple[ChannelSpec, ...]:
+    """The channels of ``mode`` for ``kinds`` (kinds with no bytes, e.g. ``states`` without a
+    central value net, ride in no channel)."""
+    carried = tuple(k for k in kinds if k.row_bytes > 0)
+    if mode == "uni":
+        return (ChannelSpec(0, "experience", carried),)
+    if mode == "multi":
+        return tuple(ChannelSpec(i, k.name, (k,)) for i, k in enumerate(carried))
+    raise ValueError(f"unknown channel mode {mode!r}; use 'multi' or 'uni'")

@@ -1,0 +1,150 @@
+"""Typed form of the async-training settings (``gmi.async.*``) and of serving (``serve.*``).
+
+``gmi.trainers`` and ``gmi.channels`` sit beside the other ``gmi`` keys (:mod:`.gmi`); what only
+the A3C runner reads lives under ``gmi.async``; ``serve`` is a top-level group, as a serving run
+is not a training run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ._values import as_mapping, check_int, check_known_keys, to_plain
+from .errors import ConfigError
+
+# Policy versions an actor's data may lag behind the trainer's policy before it is dropped. 4 is
+# measured, not guessed: with 2 actors and 1 trainer on 2 CPU cores (Ant and Cartpole, see
+# bench/results/async_lag.json) the lag stays at 0-2, so 4 drops nothing in a healthy run and
+# only bites when an actor stalls (e.g. stopped and resumed) or trainers fall far behind.
+DEFAULT_MAX_LAG = 4
+
+
+def _check_float(key: str, value: Any, *, low: float, high: float = math.inf) -> float:
+    constraint = (
+        f"must be a number in [{low:g}, {high:g}]"
+        if high < math.inf
+        else (f"must be a number >= {low:g}")
+    )
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(key, value, constraint)
+    number = float(value)
+    if not math.isfinite(number) or not low <= number <= high:
+        raise ConfigError(key, value, constraint)
+    return number
+
+
+@dataclass(frozen=True)
+class AsyncSettings:
+    """``gmi.async.*``: how actors and trainers exchange experience and weights.
+
+    Attributes:
+        max_lag: drop a chunk whose policy version is more than this many versions behind the
+            trainer's (counted and reported). >= 0; 0 keeps only data of the current policy.
+        min_actors: the run stops cleanly when fewer actor GMIs than this are alive (>= 1).
+        rho_bar, c_bar: V-trace truncation levels (IMPALA), rho_bar >= c_bar > 0.
+        chunk_steps: env steps per chunk an actor sends (its sequence unit); ``None``: the
+            train config's ``horizon_length``.
+        deadline_ms: the compressor sends what it holds of a channel after this long, even if
+            below the transfer size.
+        ring_slots: chunks each actor may have in flight to each trainer (credits); an actor
+            waits when they are used up (back-pressure).
+        serial: run every actor and trainer of the layout in this one process, in turn, over
+            the in-process channel (for a debugger or tests; slow).
+    """
+
+    max_lag: int = DEFAULT_MAX_LAG
+    min_actors: int = 1
+    rho_bar: float = 1.0
+    c_bar: float = 1.0
+    chunk_steps: int | None = None
+    deadline_ms: int = 50
+    ring_slots: int = 4
+    serial: bool = False
+
+    @classmethod
+    def from_cfg(cls, node: Any, *, prefix: str = "gmi.async") -> AsyncSettings:
+        given = as_mapping(prefix, node)
+        check_known_keys(prefix, given, tuple(f.name for f in fields(cls)))
+        d = cls()
+        rho_bar = _check_float(f"{prefix}.rho_bar", given.get("rho_bar", d.rho_bar), low=1e-6)
+        c_bar = _check_float(f"{prefix}.c_bar", given.get("c_bar", d.c_bar), low=1e-6)
+        if c_bar > rho_bar:
+            raise ConfigError(
+                f"{prefix}.c_bar", c_bar, f"must be <= gmi.async.rho_bar ({rho_bar:g}) (V-trace)"
+            )
+        chunk = to_plain(given.get("chunk_steps", d.chunk_steps))
+        serial = to_plain(given.get("serial", d.serial))
+        if not isinstance(serial, bool):
+            raise ConfigError(f"{prefix}.serial", serial, "must be true or false")
+        return cls(
+            max_lag=check_int(f"{prefix}.max_lag", given.get("max_lag", d.max_lag), minimum=0),
+            min_actors=check_int(
+                f"{prefix}.min_actors", given.get("min_actors", d.min_actors), minimum=1
+            ),
+            rho_bar=rho_bar,
+            c_bar=c_bar,
+            chunk_steps=None
+            if chunk is None
+            else check_int(f"{prefix}.chunk_steps", chunk, minimum=1),
+            deadline_ms=check_int(
+                f"{prefix}.deadline_ms", given.get("deadline_ms", d.deadline_ms), minimum=1
+            ),
+            ring_slots=check_int(
+                f"{prefix}.ring_slots", given.get("ring_slots", d.ring_slots), minimum=2
+            ),
+            serial=serial,
+        )
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """``serve.*``: what a serving run (``gmi.mode=serve``) plays and records.
+
+    Attributes:
+        steps: env steps per env on every GMI; ``None``: the task's episode length.
+        record: a folder to record the experience into (sharded ``.npz`` files and a manifest,
+            see :mod:`isaacgymenvs_gmi.channels.recording`); ``None`` records nothing.
+    """
+
+    steps: int | None = None
+    record: str | None = None
+
+    @classmethod
+    def from_cfg(cls, node: Any, *, prefix: str = "serve") -> ServeSettings:
+        given = as_mapping(prefix, node)
+        check_known_keys(prefix, given, tuple(f.name for f in fields(cls)))
+        steps = to_plain(given.get("steps"))
+        record = to_plain(given.get("record"))
+        if record not in ("", None):
+            record = check_record_folder(f"{prefix}.record", record)
+        return cls(
+            steps=None if steps in (None, "") else check_int(f"{prefix}.steps", steps, minimum=1),
+            record=record or None,
+        )
+
+
+def check_record_folder(key: str, value: Any) -> str:
+    """A folder we can write a recording into: it exists and is empty of recordings, or can be
+    created; returns its absolute path."""
+    if not isinstance(value, str):
+        raise ConfigError(key, value, "must be a folder path")
+    path = os.path.abspath(os.path.expanduser(value))
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise ConfigError(key, value, "exists and is not a folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ConfigError(key, value, "is not writable")
+        if os.path.exists(os.path.join(path, "manifest.json")):
+            raise ConfigError(
+                key, value, "already holds a recording (manifest.json); choose a new folder"
+            )
+        return path
+    parent = path
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(key, value, f"cannot be created: {parent} is not a writable folder")
+    return path
