@@ -15,6 +15,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from isaacgymenvs_gmi.channels.batcher import batch_geometry
 from isaacgymenvs_gmi.comm import ipc_possible, mrr_valid
 from isaacgymenvs_gmi.config import (
     ConfigError,
@@ -25,6 +26,7 @@ from isaacgymenvs_gmi.config import (
     resolve_sim_settings,
     validate_train_config,
 )
+from isaacgymenvs_gmi.config.async_mode import ServeSettings
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
@@ -103,6 +105,8 @@ def plan_run(
         train_params,
         max_epochs_key="max_iterations" if iterations_given else "train.params.config.max_epochs",
     )
+    expendable, min_expendable = _check_mode(gmi, layout, train_params, num_envs, train)
+    serve = ServeSettings.from_cfg(cfg.get("serve"))
     if cfg.test and not cfg.checkpoint:
         raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
     if cfg.checkpoint:  # loads as plain data and fits this task and network, or is refused
@@ -130,7 +134,61 @@ def plan_run(
         test=bool(cfg.test),
         checkpoint=str(cfg.checkpoint) or None,
         under_torchrun=world is not None,
+        dims=(footprint.num_obs, footprint.num_states, footprint.num_actions),
+        serve=serve,
+        expendable=expendable,
+        min_expendable=min_expendable,
     )
+
+
+def _check_mode(
+    gmi: GmiConfig, layout: GmiLayout, train_params: dict, num_envs: object, train: TrainSettings
+) -> tuple[tuple[int, ...], int]:
+    """What async mode needs of the layout and the train config; returns the GMIs whose death
+    the run survives and how many of them must stay alive."""
+    if gmi.mode != "async":
+        return (), 0
+    world = layout.world_size
+    if world < 2:
+        raise ConfigError(
+            "gmi.mode",
+            "async",
+            "needs at least 2 GMIs (a trainer and an actor), e.g. gmi.per_gpu=3",
+        )
+    if not 1 <= gmi.trainers < world:
+        raise ConfigError("gmi.trainers", gmi.trainers, f"must be >= 1 and < the {world} GMIs")
+    if gmi.trainers > 1:
+        raise ConfigError(
+            "gmi.trainers", gmi.trainers, "more than one async trainer is not supported yet: use 1"
+        )
+    if layout.num_nodes > 1:
+        raise ConfigError(
+            "gmi.mode", "async", "runs on one node in this version (channels are node-local)"
+        )
+    algo = train_params.get("algo", {}).get("name")
+    if algo != "a2c_continuous":
+        raise ConfigError(
+            "train.params.algo.name", algo, "async mode trains a2c_continuous configs only"
+        )
+    if train_params.get("network", {}).get("rnn"):
+        raise ConfigError(
+            "train.params.network.rnn",
+            "set",
+            "recurrent policies are not supported in async mode (V-trace over chunks needs "
+            "per-step policy states); use gmi.mode=sync",
+        )
+    actors = world - gmi.trainers
+    if gmi.async_.min_actors > actors:
+        raise ConfigError(
+            "gmi.async.min_actors", gmi.async_.min_actors, f"must be <= the {actors} actor GMIs"
+        )
+    if isinstance(num_envs, int) and not isinstance(num_envs, bool):
+        chunk = gmi.async_.chunk_steps or train.horizon_length
+        try:
+            batch_geometry(train.horizon_length, num_envs, chunk)
+        except ValueError as err:
+            raise ConfigError("gmi.async.chunk_steps", chunk, str(err)) from None
+    return tuple(range(gmi.trainers, world)), gmi.async_.min_actors
 
 
 def _check_machine(
@@ -173,10 +231,10 @@ def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
     """Execute ``plan``; returns GMI 0's result (None on ranks other than 0 under torchrun)."""
     plan = plan or plan_run(cfg)
     report_ignored_keys(cfg, log)
-    body = body_for(plan.mode)
+    body = body_for("sync" if plan.test else plan.mode)  # test=True plays in one process
     if plan.under_torchrun:
         return gmi_main(plan, body)
-    if plan.world_size == 1:
+    if plan.world_size == 1 or (plan.mode == "async" and plan.gmi.async_.serial):
         return run_in_process(plan, body)
     total = plan.num_envs * plan.world_size
     log.info("%d envs per GMI x %d GMIs = %d envs", plan.num_envs, plan.world_size, total)

@@ -63,6 +63,11 @@ class Dispenser:
             self._step = 0
 
     @property
+    def at_last_step(self) -> bool:
+        """The next :meth:`push` completes a chunk."""
+        return self._step == self.chunk_steps - 1
+
+    @property
     def transfers(self) -> int:
         """Blocks published over every channel and route."""
         return sum(c.transfers for route in self.compressors for c in route)

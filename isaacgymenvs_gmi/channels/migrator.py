@@ -85,5 +85,5 @@ class Collector:
         return len(self._open)
 
     def depth(self) -> int:
-        """Blocks published to this trainer and not yet taken."""
+        """Chunks published to this trainer and not yet taken."""
         return sum(route.depth() for route in self.routes)

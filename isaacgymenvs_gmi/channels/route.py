@@ -250,8 +250,8 @@ class Route:
         return min(r.free() * r.shape.slot_steps // self.shape.chunk_steps for r in self.rings)
 
     def depth(self) -> int:
-        """Blocks published and not yet released, over every channel."""
-        return sum(r.depth() for r in self.rings)
+        """Chunks (whole or begun) published on this route and not yet taken."""
+        return max(-(-r.depth() * r.shape.slot_steps // self.shape.chunk_steps) for r in self.rings)
 
     def close(self) -> None:
         """Drop this end's mapping (the views into it must be gone)."""

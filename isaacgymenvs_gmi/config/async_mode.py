@@ -61,7 +61,7 @@ class AsyncSettings:
     c_bar: float = 1.0
     chunk_steps: int | None = None
     deadline_ms: int = 50
-    ring_slots: int = 4
+    ring_slots: int = 2
     serial: bool = False
 
     @classmethod
@@ -93,7 +93,7 @@ class AsyncSettings:
                 f"{prefix}.deadline_ms", given.get("deadline_ms", d.deadline_ms), minimum=1
             ),
             ring_slots=check_int(
-                f"{prefix}.ring_slots", given.get("ring_slots", d.ring_slots), minimum=2
+                f"{prefix}.ring_slots", given.get("ring_slots", d.ring_slots), minimum=1
             ),
             serial=serial,
         )

@@ -31,6 +31,8 @@ class GmiContext:
         should_stop: called by the body at every epoch boundary (on every GMI, in step: with a
             group it is a collective); returns the stop signal the run received (then the body
             ends the run there, GMI 0 with a final checkpoint) or None to go on.
+        stop_signal: the stop signal this process received, or None; no collective (for
+            bodies whose GMIs do not move in step, e.g. async actors and trainers).
     """
 
     plan: RunPlan
@@ -39,6 +41,7 @@ class GmiContext:
     scratch_dir: str | None = None
     before_epoch: EpochHook = no_fault
     should_stop: StopCheck = never_stop
+    stop_signal: StopCheck = never_stop
 
     @property
     def rank(self) -> int:

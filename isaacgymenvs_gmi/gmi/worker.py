@@ -85,7 +85,11 @@ def run_in_process(plan: RunPlan, body: Body) -> Any:
             return body(GmiContext(plan=plan, resources=resources, before_epoch=hook))
         with StopRequest(second_stops_now=True) as stop:
             context = GmiContext(
-                plan=plan, resources=resources, before_epoch=hook, should_stop=lambda: stop.signum
+                plan=plan,
+                resources=resources,
+                before_epoch=hook,
+                should_stop=lambda: stop.signum,
+                stop_signal=lambda: stop.signum,
             )
             return body(context)
 
@@ -186,6 +190,7 @@ def _join_and_run(
             scratch,
             epoch_hook(rank),
             should_stop=lambda: group.agree_stop(stop.signum),
+            stop_signal=lambda: stop.signum,
         )
         return body(context)
     finally:

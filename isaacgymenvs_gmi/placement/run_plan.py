@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isaacgymenvs_gmi.config import GmiConfig, SimSettings, TrainSettings
+from isaacgymenvs_gmi.config.async_mode import ServeSettings
 
 from .layout import GmiLayout
 
@@ -33,6 +34,10 @@ class RunPlan:
     test: bool
     checkpoint: str | None
     under_torchrun: bool = False  # ranks were started by torchrun, not by us
+    dims: tuple[int, int, int] = (0, 0, 0)  # the task's (obs, states, actions) widths
+    serve: ServeSettings = ServeSettings()
+    expendable: tuple[int, ...] = ()  # GMIs whose death the run survives (async actors)
+    min_expendable: int = 0  # the run stops cleanly when fewer of them are alive
 
     @property
     def world_size(self) -> int:

@@ -15,8 +15,10 @@ VECENV_TYPE = "RLGPU"
 class RLGPUEnv(IVecEnv):
     """rl-games' view of a VecTask: already batched, tensors on rl_device."""
 
-    def __init__(self, config_name: str, num_actors: int, **kwargs: Any):
-        self.env = env_configurations.configurations[config_name]["env_creator"](**kwargs)
+    def __init__(self, config_name: str | None, num_actors: int, env: Any = None, **kwargs: Any):
+        if env is None:
+            env = env_configurations.configurations[config_name]["env_creator"](**kwargs)
+        self.env = env
 
     def step(self, actions):
         return self.env.step(actions)
@@ -56,3 +58,8 @@ def register_env(create_env: Callable[..., Any]) -> None:
         ENV_NAME, {"vecenv_type": VECENV_TYPE, "env_creator": lambda **kw: create_env(**kw)}
     )
     vecenv.register(VECENV_TYPE, lambda name, num_actors, **kw: RLGPUEnv(name, num_actors, **kw))
+
+
+def wrap_env(env: Any) -> RLGPUEnv:
+    """rl-games' view of a VecTask built by the caller (for an agent given ``vec_env``)."""
+    return RLGPUEnv(None, env.num_envs, env=env)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from isaacgymenvs_gmi.gmi.context import Body
 
+from .async_ppo import run_async_ppo
 from .result import RunResult
 from .sync_ppo import run_sync_ppo
 
 BODIES: dict[str, Body] = {
     "sync": run_sync_ppo,  # synchronous PPO, holistic GMIs in lockstep
+    "async": run_async_ppo,  # A3C/APPO: actor GMIs stream experience to trainer GMIs
 }
 
 

@@ -23,14 +23,14 @@ NO_GPU = (False, ("cpu",), False)
 def test_each_mode_has_a_body_or_is_refused_before_start(compose_cfg):
     assert body_for("sync") is run_sync_ppo
     for mode in GMI_MODES:
-        cfg = compose_cfg("task=Cartpole", f"gmi.mode={mode}")
+        cfg = compose_cfg("task=Cartpole", f"gmi.mode={mode}", "gmi.per_gpu=2")
         if mode in BODIES:
             assert plan_run(cfg, platform=NO_GPU).mode == mode
             continue
         with pytest.raises(ConfigError, match="gmi.mode") as err:
             plan_run(cfg, platform=NO_GPU)
         assert "sync" in str(err.value)  # names what is available
-    with pytest.raises(KeyError, match="available: sync"):
+    with pytest.raises(KeyError, match="available: sync, async"):
         body_for("nope")
 
 

@@ -1,0 +1,116 @@
+"""The body of an async GMI (``gmi.mode=async``): a trainer or an actor, by its GMI id.
+
+Trainers open the channels (a route from every actor, the weights board), actors attach, every
+GMI meets once at a start-up barrier, and from then on they share only memory: no collective
+couples an actor to the others, so an actor that dies does not stop the run (the launcher
+reports it; see :mod:`isaacgymenvs_gmi.gmi.supervise`). The first trainer ends the run: it tells
+the actors to stop, waits for them, counts what is still in flight and prints the balance
+``produced = consumed + dropped for lag + in flight at stop``. Without a group (``serial``)
+every role runs in this one process over private memory, in turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from isaacgymenvs_gmi.gmi.context import GmiContext
+from isaacgymenvs_gmi.gmi.status import say
+from isaacgymenvs_gmi.runners.result import RunResult
+
+from .roles import AsyncRoles
+
+log = logging.getLogger(__name__)
+ACTORS_STOP_TIMEOUT_S = 30.0
+
+
+def run_async_ppo(ctx: GmiContext) -> RunResult | None:
+    plan = ctx.plan
+    roles = AsyncRoles.of(plan.world_size, plan.gmi.trainers)
+    if ctx.group is None:
+        from .serial import run_serial
+
+        return run_serial(ctx, roles)
+    rank = ctx.rank
+    if rank == 0:
+        say(roles.describe(plan.layout))
+    _prepare(plan, rank)
+    if roles.is_trainer(rank):
+        return _trainer(ctx, roles)
+    _actor(ctx, roles)
+    return None
+
+
+def _prepare(plan, rank: int) -> None:
+    from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
+    from isaacgymenvs_gmi.runners.seeding import seed_everything
+
+    apply_all()
+    set_checkpoint_metadata(task=plan.task_name)
+    seed_everything(plan.seed + rank, plan.train.torch_deterministic)
+
+
+def _trainer(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
+    from isaacgymenvs_gmi.channels import flatten
+
+    from .links import open_trainer_links
+    from .parts import build_trainer, route_shape_for, trainer_loop
+
+    plan, rank, group = ctx.plan, ctx.rank, ctx.group
+    lead = rank == roles.trainers[0]
+    agent, modules = build_trainer(ctx, rank, lead)
+    numel = flatten(modules).numel()
+    links = open_trainer_links(rank, roles, route_shape_for(plan), numel, group.store)
+    try:
+        loop = trainer_loop(ctx, agent, modules, links, lead, ctx.stop_signal)
+        group.startup_barrier("async channels open")
+    finally:
+        links.unlink()  # every GMI has mapped them (or the run is failing): no names left
+    say(f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s), policy {numel:,} values")
+    loop.run()
+    return finish_trainer(loop)
+
+
+def _actor(ctx: GmiContext, roles: AsyncRoles) -> None:
+    from .parts import open_actor
+
+    actor, env = open_actor(ctx, roles, ctx.group.store)
+    ctx.group.startup_barrier("async channels open")
+    try:
+        actor.run()
+    finally:
+        env.close()
+    log.info("GMI %d: actor stopped after %d env steps", ctx.rank, actor.steps)
+
+
+def finish_trainer(loop: Any) -> RunResult:
+    """Stop the actors, account for every chunk, write the last checkpoint, report."""
+    stuck = loop.stop_actors(ACTORS_STOP_TIMEOUT_S)
+    if stuck:
+        log.warning("actor GMI(s) %s did not stop in time; their chunks count as in flight", stuck)
+    produced, _, line = loop.account()
+    checkpoint = loop.save_last()
+    if loop.lead:
+        say(line)
+        if loop.stopped_by is not None:
+            from isaacgymenvs_gmi.gmi.stop import signal_name
+
+            say(
+                f"stopped by {signal_name(loop.stopped_by)} after {loop.agent.frame} frames; "
+                f"final checkpoint: {checkpoint}"
+            )
+    loop.agent.writer.close() if loop.lead else None
+    return result_of(loop, produced, checkpoint)
+
+
+def result_of(loop: Any, produced: int, checkpoint: str | None) -> RunResult:
+    agent = loop.agent
+    return RunResult(
+        mean_reward=loop.mean_reward,
+        mean_length=loop.mean_length,
+        frames=int(agent.frame),
+        experiment_dir=getattr(agent, "experiment_dir", None),
+        history=loop.history,
+        stopped_by=loop.stopped_by,
+        checkpoint=checkpoint,
+    )

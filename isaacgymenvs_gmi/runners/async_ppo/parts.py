@@ -1,0 +1,134 @@
+"""Building the pieces of the async roles from the plan (shared by processes and the serial
+twin): the route shape, the trainer's agent and loop, the actor's env, agent and loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from isaacgymenvs_gmi.channels import (
+    Batcher,
+    Collector,
+    Dispenser,
+    Ledger,
+    RouteShape,
+    channel_specs,
+    experience_kinds,
+    route_shape,
+)
+from isaacgymenvs_gmi.comm.store import Store
+from isaacgymenvs_gmi.gmi.context import GmiContext
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
+
+from .actor import ActorLoop
+from .agents import build_agent, policy_modules
+from .links import ActorLinks, TrainerLinks, open_actor_links
+from .roles import AsyncRoles
+from .trainer_loop import TrainerLoop
+
+
+def chunk_steps_of(plan: RunPlan) -> int:
+    return plan.gmi.async_.chunk_steps or plan.train.horizon_length
+
+
+def kinds_of(plan: RunPlan):
+    obs, states, actions = plan.dims
+    return experience_kinds(obs, states if plan.train.central_value else 0, actions)
+
+
+def route_shape_for(plan: RunPlan) -> RouteShape:
+    channels = channel_specs(plan.gmi.channels, kinds_of(plan))
+    return route_shape(
+        channels,
+        plan.num_envs,
+        chunk_steps_of(plan),
+        plan.gmi.async_.ring_slots,
+        compress=plan.gmi.channels == "multi",
+    )
+
+
+def _threads() -> int:
+    from isaacgymenvs_gmi.sim.vec_task import available_cores
+
+    return available_cores()
+
+
+def build_trainer(ctx: GmiContext, gmi: int, lead: bool) -> tuple[Any, list]:
+    """The trainer's rl-games agent (resumed from the plan's checkpoint) and its modules."""
+    from .trainer import AsyncPpoAgent
+
+    plan, settings = ctx.plan, ctx.plan.gmi.async_
+    agent = build_agent(
+        plan,
+        rl_device=ctx.resources.rl_device,
+        seed=plan.seed + gmi,
+        threads=_threads(),
+        train_dir=None if lead else ctx.scratch_dir,
+        make=lambda **kw: AsyncPpoAgent(rho_bar=settings.rho_bar, c_bar=settings.c_bar, **kw),
+    )
+    if plan.checkpoint:
+        agent.restore(plan.checkpoint)
+    return agent, policy_modules(agent)
+
+
+def trainer_loop(
+    ctx: GmiContext, agent: Any, modules: list, links: TrainerLinks, lead: bool, stop
+) -> TrainerLoop:
+    plan = ctx.plan
+    actors = sorted(links.routes)
+    carried = tuple(k for k in kinds_of(plan) if k.row_bytes)
+    collector = Collector(actors, [links.routes[a] for a in actors], carried)
+    ledger = Ledger()
+    batcher = Batcher(
+        plan.train.horizon_length,
+        plan.num_envs,
+        chunk_steps_of(plan),
+        plan.gmi.async_.max_lag,
+        ledger,
+    )
+    return TrainerLoop(agent, modules, links, collector, batcher, ledger, stop, lead)
+
+
+def build_actor(ctx: GmiContext, gmi: int, links_for: Any) -> tuple[ActorLoop, Any]:
+    """The actor's loop and its env. ``links_for(numel)`` opens the actor's ends once the
+    policy size is known."""
+    from rl_games.algos_torch.a2c_continuous import A2CAgent
+
+    from isaacgymenvs_gmi.channels import flatten
+    from isaacgymenvs_gmi.rl.vecenv import wrap_env
+    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
+
+    plan, resources = ctx.plan, ctx.resources
+    physics = PhysicsOptions(
+        backend=plan.sim.backend, mjx_impl=plan.sim.mjx_impl, assets_root=plan.sim.assets_root
+    )
+    env = VecTask(
+        plan.task_config,
+        resources.rl_device,
+        resources.sim_device,
+        physics=physics,
+        seed=plan.seed + gmi,
+        states_for_critic=plan.train.central_value,
+    )
+    agent = build_agent(
+        plan,
+        rl_device=resources.rl_device,
+        seed=plan.seed + gmi,
+        threads=_threads(),
+        train_dir=ctx.scratch_dir,
+        vec_env=wrap_env(env),
+        make=lambda **kw: A2CAgent(**kw),
+    )
+    modules = policy_modules(agent)
+    links: ActorLinks = links_for(flatten(modules).numel())
+    settings = plan.gmi.async_
+    abort = lambda: links.board.stopping  # noqa: E731
+    dispenser = Dispenser(gmi, links.routes, settings.deadline_ms / 1000.0, abort)
+    bootstrap = bool(plan.train_params["config"].get("value_bootstrap", False))
+    return ActorLoop(agent, modules, dispenser, links.board, bootstrap), env
+
+
+def open_actor(ctx: GmiContext, roles: AsyncRoles, store: Store) -> tuple[ActorLoop, Any]:
+    shape = route_shape_for(ctx.plan)
+    return build_actor(
+        ctx, ctx.rank, lambda numel: open_actor_links(ctx.rank, roles, shape, numel, store)
+    )
