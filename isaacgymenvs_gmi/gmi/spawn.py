@@ -28,7 +28,14 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from .context import Body
 from .mps import mps_daemon_for
 from .scratch import private_temp_dir
-from .supervise import GmiFailure, GmiInterrupted, GmiProcess, LauncherSignals, supervise
+from .supervise import (
+    GmiFailure,
+    GmiInterrupted,
+    GmiProcess,
+    LauncherSignals,
+    Survivable,
+    supervise,
+)
 from .worker import SpawnedLaunch, loopback_sockets, spawned_gmi_main
 
 log = logging.getLogger(__name__)
@@ -114,7 +121,8 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
                 send.close()  # the GMI holds the only writing end: EOF when it dies
                 processes.append(GmiProcess(rank, process, receive))
             try:
-                return supervise(processes, signals, TEARDOWN_GRACE_S)
+                survivable = Survivable(frozenset(plan.expendable), plan.min_expendable)
+                return supervise(processes, signals, TEARDOWN_GRACE_S, survivable)
             finally:
                 del store
     finally:

@@ -121,14 +121,33 @@ class LauncherSignals:
             signal.signal(sig, handler)
 
 
-def supervise(gmis: list[GmiProcess], signals: LauncherSignals, grace_s: float) -> Any:
-    """Wait for every GMI; return GMI 0's result.
+@dataclass(frozen=True)
+class Survivable:
+    """GMIs whose failure the run survives (async actors: nothing waits on them in a
+    collective), as long as at least ``min_alive`` of them are alive."""
+
+    ranks: frozenset[int] = frozenset()
+    min_alive: int = 0
+    what: str = "actor"
+
+
+def supervise(
+    gmis: list[GmiProcess],
+    signals: LauncherSignals,
+    grace_s: float,
+    survivable: Survivable = Survivable(),
+) -> Any:
+    """Wait for every GMI; return GMI 0's result. A failed GMI in ``survivable`` is reported
+    and the run goes on; below ``survivable.min_alive`` the others are asked to stop
+    gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`.
 
     Raises:
         GmiFailure: a GMI failed (after the others were stopped).
         GmiInterrupted: a second stop signal, or a GMI that ended because of the first.
     """
     forwarded: set[int] = set()
+    lost: set[int] = set()
+    too_few: str | None = None
     while True:
         if signals.forced:
             for gmi in gmis:
@@ -141,14 +160,36 @@ def supervise(gmis: list[GmiProcess], signals: LauncherSignals, grace_s: float) 
         wait(waiting + [g.process.sentinel for g in gmis if g.alive], timeout=POLL_S)
         for gmi in gmis:
             gmi.read()
-        failed = [g for g in gmis if g.failed]
+        failed = [g for g in gmis if g.failed and g.rank not in lost]
+        for gmi in [g for g in failed if g.rank in survivable.ranks]:
+            lost.add(gmi.rank)
+            alive = len(survivable.ranks - lost)
+            log.warning(
+                "%s; the run goes on with %d of %d %s GMIs",
+                gmi.describe(),
+                alive,
+                len(survivable.ranks),
+                survivable.what,
+            )
+            if gmi.message is not None and gmi.message[0] == "error" and gmi.message[2]:
+                log.warning("GMI %d traceback:\n%s", gmi.rank, gmi.message[2].rstrip())
+            if alive < survivable.min_alive and too_few is None:
+                too_few = (
+                    f"{alive} {survivable.what} GMI(s) alive, fewer than the "
+                    f"{survivable.min_alive} required (gmi.async.min_actors)"
+                )
+                log.error("%s: stopping the run", too_few)
+                _forward(gmis, signal.SIGTERM, forwarded)
+        failed = [g for g in failed if g.rank not in survivable.ranks]
         if failed:
             _report(failed[0])
             _teardown(gmis, grace_s)
             return _raise_failure(gmis, signals)
-        if all(g.process.exitcode == 0 for g in gmis):
+        if all(g.process.exitcode == 0 for g in gmis if g.rank not in lost):
             for gmi in gmis:
                 gmi.read()
+            if too_few is not None:
+                raise GmiFailure(f"stopped: {too_few}")
             first = gmis[0].message
             if first is None:
                 raise GmiFailure(f"GMI 0 (pid {gmis[0].process.pid}) exited without a result")

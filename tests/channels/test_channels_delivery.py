@@ -13,7 +13,6 @@ import torch
 import torch.distributed as dist
 
 from isaacgymenvs_gmi.channels import (
-    Batcher,
     Collector,
     Dispenser,
     ExactlyOnceError,
@@ -24,7 +23,6 @@ from isaacgymenvs_gmi.channels import (
     route_shape,
 )
 from isaacgymenvs_gmi.channels.route import PRODUCED_TRANSITIONS, ChannelClosed
-
 from tests.channels.traffic import KINDS, expected_chunk, produce
 
 T, N = 4, 3

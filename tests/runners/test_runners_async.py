@@ -1,0 +1,140 @@
+"""gmi.mode=async end to end with real GMI processes: it learns, every transition is accounted
+for, an actor may die, a trainer may not; and what is refused before start."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+import pytest
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.launch import plan_run, run
+from tests.gmi.launched_run import LaunchedRun
+
+NO_GPU = (False, ("cpu",), False)
+BALANCE = re.compile(
+    r"produced ([\d,]+) = consumed ([\d,]+) \+ dropped for lag ([\d,]+) \+ in flight at stop ([\d,]+)"
+)
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def balance(run: LaunchedRun) -> tuple[int, int, int, int]:
+    found = BALANCE.findall(run.text("out") + run.text("err"))
+    assert found, run.text("err")[-3000:]
+    return tuple(_number(x) for x in found[-1])
+
+
+def rewards(run: LaunchedRun) -> list[float]:
+    text = run.text("out") + run.text("err")
+    return [float(x) for x in re.findall(r"\| reward (-?[\d.]+)", text)]
+
+
+def segments() -> set[str]:
+    return {n for n in os.listdir("/dev/shm") if n.startswith("isaacgymenvs-gmi-")}
+
+
+def test_async_cartpole_learns_and_every_transition_is_accounted_for(tmp_path):
+    before = segments()
+    run = LaunchedRun(
+        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=130"
+    )
+    assert run.finish(300) == 0, run.text("err")[-3000:]
+    produced, consumed, dropped, in_flight = balance(run)
+    assert produced >= 1_000_000
+    assert produced == consumed + dropped + in_flight
+    assert consumed == 130 * 16 * 512  # every epoch trained one full batch
+    assert max(rewards(run)[-5:]) >= 400
+    assert "async roles: 1 trainer(s), 2 actor(s)" in run.text("out") + run.text("err")
+    assert run.checkpoints()
+    assert run.leftovers() == [] and segments() <= before
+
+
+def test_an_actor_killed_mid_run_does_not_end_the_run(tmp_path):
+    run = LaunchedRun(
+        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=60"
+    )
+    run.wait_for("epoch 5/60", 120)
+    os.kill(run.gmi_pids()[2], signal.SIGKILL)
+    assert run.finish(300) == 0, run.text("err")[-3000:]
+    err = run.text("err")
+    assert "GMI 2" in err and "the run goes on with 1 of 2 actor GMIs" in err
+    produced, consumed, dropped, in_flight = balance(run)
+    assert produced == consumed + dropped + in_flight
+    assert "epoch 60/60" in run.text("out") + err
+    assert run.leftovers() == []
+
+
+def test_a_killed_trainer_stops_the_run_and_leaves_nothing(tmp_path):
+    before = segments()
+    run = LaunchedRun(
+        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=400"
+    )
+    run.wait_for("epoch 5/400", 120)
+    os.kill(run.gmi_pids()[0], signal.SIGKILL)
+    assert run.finish(120) != 0
+    assert "GMI 0" in run.text("err") and "SIGKILL" in run.text("err")
+    assert run.leftovers() == [] and segments() <= before
+
+
+def test_too_few_actors_stop_the_run_cleanly_with_a_final_checkpoint(tmp_path):
+    run = LaunchedRun(
+        tmp_path,
+        "task=Cartpole",
+        "gmi.per_gpu=3",
+        "gmi.mode=async",
+        "gmi.async.min_actors=2",
+        "max_iterations=400",
+    )
+    run.wait_for("epoch 5/400", 120)
+    os.kill(run.gmi_pids()[1], signal.SIGKILL)
+    assert run.finish(120) != 0
+    err = run.text("err")
+    assert "gmi.async.min_actors" in err
+    assert "final checkpoint" in run.text("out") + err
+    assert run.checkpoints() and run.leftovers() == []
+
+
+def test_serial_mode_runs_every_role_in_one_process(compose_cfg, tmp_path):
+    cfg = compose_cfg(
+        "task=Cartpole",
+        "gmi.per_gpu=3",
+        "gmi.mode=async",
+        "gmi.async.serial=true",
+        "max_iterations=4",
+        "sim_device=cpu",
+        "rl_device=cpu",
+        f"train_dir={tmp_path}",
+    )
+    result = run(cfg, plan_run(cfg, platform=NO_GPU))
+    assert result.frames == 4 * 16 * 512
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("gmi.trainers=3", "gmi.trainers"),
+        ("gmi.trainers=0", "gmi.trainers"),
+        ("gmi.async.max_lag=-1", "gmi.async.max_lag"),
+        ("gmi.channels=many", "gmi.channels"),
+        ("gmi.async.c_bar=2.0", "gmi.async.c_bar"),
+        ("gmi.async.min_actors=3", "gmi.async.min_actors"),
+        ("gmi.async.chunk_steps=5", "gmi.async.chunk_steps"),
+        ("+train.params.network.rnn.name=lstm", "train.params.network.rnn"),
+        ("serve.record=/etc/hostname/recording", "serve.record"),
+    ],
+)
+def test_bad_async_input_is_refused_before_start_naming_the_key(compose_cfg, override, key):
+    cfg = compose_cfg("task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", override)
+    with pytest.raises(ConfigError) as err:
+        plan_run(cfg, platform=NO_GPU)
+    assert err.value.key == key
+
+
+def test_async_needs_two_gmis(compose_cfg):
+    with pytest.raises(ConfigError, match="at least 2 GMIs"):
+        plan_run(compose_cfg("task=Cartpole", "gmi.mode=async"), platform=NO_GPU)
