@@ -15,7 +15,8 @@ from tests.gmi.launched_run import LaunchedRun
 
 NO_GPU = (False, ("cpu",), False)
 BALANCE = re.compile(
-    r"produced ([\d,]+) = consumed ([\d,]+) \+ dropped for lag ([\d,]+) \+ in flight at stop ([\d,]+)"
+    r"produced ([\d,]+) = consumed ([\d,]+) \+ dropped for lag ([\d,]+) "
+    r"\+ in flight at stop ([\d,]+)"
 )
 
 
