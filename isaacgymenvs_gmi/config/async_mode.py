@@ -15,10 +15,11 @@ from typing import Any
 from ._values import as_mapping, check_int, check_known_keys, to_plain
 from .errors import ConfigError
 
-# Policy versions an actor's data may lag behind the trainer's policy before it is dropped. 4 is
-# measured, not guessed: with 2 actors and 1 trainer on 2 CPU cores (Ant and Cartpole, see
-# bench/results/async_lag.json) the lag stays at 0-2, so 4 drops nothing in a healthy run and
-# only bites when an actor stalls (e.g. stopped and resumed) or trainers fall far behind.
+# Policy versions an actor's data may lag behind the trainer's policy before it is dropped.
+# Measured (Cartpole, 1 trainer + 2 actor processes on 2 CPU cores, 2 chunks of credit per
+# route, 100 epochs): lag min/mean/max 0/3.2/4 with 18% of transitions dropped at 4; the lag is
+# bounded by the chunks queued ahead (actors x ring_slots + one batch), so 4 keeps most data
+# while refusing anything older than a few updates. To be re-measured on Ant with the benchmark.
 DEFAULT_MAX_LAG = 4
 
 
