@@ -99,7 +99,8 @@ def finish_trainer(loop: Any) -> RunResult:
                 f"stopped by {signal_name(loop.stopped_by)} after {loop.agent.frame} frames; "
                 f"final checkpoint: {checkpoint}"
             )
-    loop.agent.writer.close() if loop.lead else None
+    if loop.lead:
+        loop.agent.writer.close()  # flush the summaries
     return result_of(loop, produced, checkpoint)
 
 
