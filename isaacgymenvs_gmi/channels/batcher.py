@@ -68,7 +68,6 @@ class Batcher:
         self._chunks: deque[Chunk] = deque()
         self._pieces: deque[tuple[Chunk, dict[str, torch.Tensor]]] = deque()
         self.lag = LagStats()
-        self.dropped_chunks = 0
 
     def add(self, chunks: list[Chunk]) -> None:
         self._chunks.extend(chunks)
@@ -85,7 +84,6 @@ class Batcher:
             lag = version - int(chunk.data["version"].min())
             if lag > self.max_lag:
                 self.ledger.accept(chunk.actor, chunk.route_seq, chunk.transitions, "dropped")
-                self.dropped_chunks += 1
                 continue
             self.ledger.check(chunk.actor, chunk.route_seq)  # counted when trained on
             self.lag.add(lag)

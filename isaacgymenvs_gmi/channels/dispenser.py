@@ -42,7 +42,6 @@ class Dispenser:
         self.route_seq = [0] * len(self.routes)
         self._route = 0
         self._step = 0
-        self.produced = 0  # transitions in chunks completed
 
     def push(self, step: Mapping[str, torch.Tensor]) -> None:
         """One env step: kind -> (N, *shape) host tensors (every kind of the channels)."""
@@ -57,7 +56,6 @@ class Dispenser:
         if self._step == self.chunk_steps:
             envs = next(iter(step.values())).shape[0]
             route.count_produced(self.chunk_steps * envs)
-            self.produced += self.chunk_steps * envs
             self.route_seq[r] += 1
             self.seq += 1
             self._step = 0

@@ -54,7 +54,3 @@ def experience_kinds(num_obs: int, num_states: int, num_actions: int) -> tuple[K
         KindSpec("version", (), torch.int64),  # policy version that chose a_t
     ]
     return tuple(k for k in kinds if k.name != "states" or num_states > 0)
-
-
-def kinds_by_name(kinds: tuple[KindSpec, ...]) -> dict[str, KindSpec]:
-    return {k.name: k for k in kinds}

@@ -49,7 +49,6 @@ class Collector:
     def __init__(self, actors: Sequence[int], routes: Sequence[Route], kinds: Sequence[KindSpec]):
         self.actors, self.routes, self.kinds = list(actors), list(routes), tuple(kinds)
         self._open: dict[tuple[int, int], Chunk] = {}
-        self.blocks = 0  # blocks taken
 
     def poll(self) -> list[Chunk]:
         """Take every published block; return the chunks that became whole, in each actor's
@@ -64,7 +63,6 @@ class Collector:
                     )
                     ring.shape.channel.unpack(rows, chunk.data, at=header.step0)
                     ring.release()
-                    self.blocks += 1
                     chunk._missing -= header.steps
                     if chunk._missing == 0:
                         done.append(self._open.pop((actor, header.route_seq)))

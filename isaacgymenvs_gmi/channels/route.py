@@ -15,8 +15,6 @@ and read once out of it. Free slots are the producer's credits: with none left i
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import time
 from collections.abc import Callable
@@ -25,11 +23,7 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import torch
 
-from isaacgymenvs_gmi.comm.shared_memory import (
-    SEGMENT_PREFIX,
-    _segment_dir,
-    checked_segment_path,
-)
+from isaacgymenvs_gmi.comm.shared_memory import create_segment, map_segment
 from isaacgymenvs_gmi.comm.store import Store
 
 from .spec import ChannelSpec
@@ -222,13 +216,13 @@ class Route:
     def create(cls, shape: RouteShape, store: Store, key: str) -> tuple[Route, str]:
         """A route in a new shared-memory segment (zero-filled), its path published under
         ``key``; returns the route and the path (unlink it once the actor has attached)."""
-        segment, path = _new_segment(shape.nbytes, store, key)
+        segment, path = create_segment(shape.nbytes, store, key)
         return cls(shape, memoryview(segment), keep=segment), path
 
     @classmethod
     def attach(cls, shape: RouteShape, store: Store, key: str) -> Route:
         """The route the trainer published under ``key`` (a segment of ours, checked)."""
-        return cls(shape, memoryview(_map_segment(shape.nbytes, store, key)), keep=None)
+        return cls(shape, memoryview(map_segment(shape.nbytes, store, key)), keep=None)
 
     # --- the actor's control words -----------------------------------------------------------
     def control(self, word: int) -> int:
@@ -252,42 +246,3 @@ class Route:
     def depth(self) -> int:
         """Chunks (whole or begun) published on this route and not yet taken."""
         return max(-(-r.depth() * r.shape.slot_steps // self.shape.chunk_steps) for r in self.rings)
-
-    def close(self) -> None:
-        """Drop this end's mapping (the views into it must be gone)."""
-        self.rings = []
-        self._control = None
-        keep, self._keep = self._keep, None
-        if isinstance(keep, mmap.mmap):
-            with contextlib.suppress(BufferError):  # a view still exists: it goes with the process
-                keep.close()
-
-
-def _new_segment(size: int, store: Store, key: str) -> tuple[mmap.mmap, str]:
-    """A new private, zero-filled shared-memory segment of ``size`` bytes, mapped, its path
-    published under ``key``."""
-    path = os.path.join(_segment_dir(), f"{SEGMENT_PREFIX}{os.urandom(16).hex()}")
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-    try:
-        os.ftruncate(fd, size)
-        segment = mmap.mmap(fd, size)
-    except BaseException:
-        os.unlink(path)
-        raise
-    finally:
-        os.close(fd)
-    store.set(key, path)
-    return segment, path
-
-
-def _map_segment(size: int, store: Store, key: str) -> mmap.mmap:
-    """Map the segment published under ``key`` (checked to be one of ours, of ``size``)."""
-    path = checked_segment_path(store.get(key).decode())
-    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-    try:
-        actual = os.fstat(fd).st_size
-        if actual != size:
-            raise RuntimeError(f"segment {path} has {actual} bytes, expected {size}")
-        return mmap.mmap(fd, size)
-    finally:
-        os.close(fd)

@@ -62,18 +62,7 @@ class ChannelSpec:
 
 def _as_bytes(t: torch.Tensor, steps: int, envs: int) -> torch.Tensor:
     """(steps, envs, row_bytes) uint8 view of a contiguous (steps, envs, ...) tensor."""
-    if not t.is_contiguous():
-        t = t.contiguous()
-    flat = t.reshape(steps, envs, -1)
-    if flat.dtype == torch.bool:
-        return flat.view(torch.uint8)
-    if flat.shape[-1] == 0:
-        return (
-            flat.view(torch.uint8)
-            if flat.dtype == torch.uint8
-            else torch.empty(steps, envs, 0, dtype=torch.uint8)
-        )
-    return flat.view(torch.uint8)
+    return t.contiguous().reshape(steps, envs, -1).view(torch.uint8)
 
 
 def channel_specs(mode: ChannelMode, kinds: tuple[KindSpec, ...]) -> tuple[ChannelSpec, ...]:

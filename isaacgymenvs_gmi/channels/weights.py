@@ -13,7 +13,6 @@ the run is over.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Sequence
@@ -21,9 +20,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from isaacgymenvs_gmi.comm.shared_memory import create_segment, map_segment
 from isaacgymenvs_gmi.comm.store import Store
 
-from .route import LINE, _map_segment, _new_segment
+from .route import LINE
 
 SEQ, VERSION, STOP, NUMEL = 0, 1, 2, 3
 HEADER = 4 * LINE
@@ -78,14 +78,15 @@ class WeightsBoard:
 
     @classmethod
     def create(cls, numel: int, store: Store, key: str) -> tuple[WeightsBoard, str]:
-        segment, path = _new_segment(cls.nbytes(numel), store, key)
-        board = cls(numel, memoryview(segment), keep=segment)
-        board._set(NUMEL, numel)
-        return board, path
+        def size_word(segment) -> None:  # written before the path is published
+            np.frombuffer(segment, dtype=np.int64, count=HEADER // 8)[NUMEL * LINE // 8] = numel
+
+        segment, path = create_segment(cls.nbytes(numel), store, key, init=size_word)
+        return cls(numel, memoryview(segment), keep=segment), path
 
     @classmethod
     def attach(cls, numel: int, store: Store, key: str) -> WeightsBoard:
-        segment = _map_segment(cls.nbytes(numel), store, key)
+        segment = map_segment(cls.nbytes(numel), store, key)
         board = cls(numel, memoryview(segment), keep=segment)
         if board._get(NUMEL) != numel:
             raise RuntimeError(
@@ -137,10 +138,3 @@ class WeightsBoard:
             if time.monotonic() > deadline:
                 raise TimeoutError("the policy stayed half-written (a trainer died while writing?)")
             os.sched_yield()
-
-    def close(self) -> None:
-        self._words = self._data = None
-        keep, self._keep = self._keep, None
-        if hasattr(keep, "close"):
-            with contextlib.suppress(BufferError):  # a view still exists: it goes with the process
-                keep.close()

@@ -21,6 +21,7 @@ import stat
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -79,6 +80,43 @@ class SegmentPathError(RuntimeError):
     """The store named a shared-memory segment this runtime did not make."""
 
 
+def create_segment(
+    size: int, store: Store, key: str, init: Callable[[mmap.mmap], None] | None = None
+) -> tuple[mmap.mmap, str]:
+    """A new private (0600), zero-filled segment of ``size`` bytes, mapped, filled by ``init``
+    and only then published under ``key`` (a reader never sees it uninitialised); returns the
+    mapping and the path (unlink it once every user has mapped it: the mappings outlive the
+    name, so nothing is left behind)."""
+    path = os.path.join(_segment_dir(), f"{SEGMENT_PREFIX}{uuid.uuid4().hex}")
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    try:
+        os.ftruncate(fd, size)
+        segment = mmap.mmap(fd, size)
+        if init is not None:
+            init(segment)
+    except BaseException:
+        os.unlink(path)
+        raise
+    finally:
+        os.close(fd)
+    store.set(key, path)
+    return segment, path
+
+
+def map_segment(size: int, store: Store, key: str) -> mmap.mmap:
+    """Map the segment published under ``key``: one of ours (:func:`checked_segment_path`) of
+    ``size`` bytes."""
+    path = checked_segment_path(store.get(key).decode())
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        actual = os.fstat(fd).st_size
+        if actual != size:
+            raise SegmentPathError(f"segment {path} has {actual} bytes, expected {size}")
+        return mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+
+
 class SharedMemoryCollectives:
     """Collectives over ``members`` (sorted GMI ids, one device), as GMI ``rank``.
 
@@ -102,12 +140,10 @@ class SharedMemoryCollectives:
         header = self.k * CACHE_LINE
         size = header + self._host_row_bytes()
         self._epoch = 0
-        path = self._create(size, store, key) if self.me == 0 else self._attach(store, key)
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-        try:
-            self._map = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
+        if self.me == 0:
+            self._map, path = create_segment(size, store, key)
+        else:
+            self._map = map_segment(size, store, key)
         counters = np.frombuffer(self._map, dtype=np.int64, count=header // 8)
         self._counters = counters[:: CACHE_LINE // 8]  # (k,) one per member, own cache line
         try:
@@ -116,20 +152,6 @@ class SharedMemoryCollectives:
         finally:
             if self.me == 0:
                 os.unlink(path)  # the mapping outlives the name: nothing is left behind
-
-    def _create(self, size: int, store: Store, key: str) -> str:
-        path = os.path.join(_segment_dir(), f"{SEGMENT_PREFIX}{uuid.uuid4().hex}")
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-        try:
-            os.ftruncate(fd, size)  # zero-filled: every counter starts at 0
-        finally:
-            os.close(fd)
-        store.set(key, path)
-        return path
-
-    @staticmethod
-    def _attach(store: Store, key: str) -> str:
-        return checked_segment_path(store.get(key).decode())
 
     # --- where the rows live (host memory here; subclasses may move them) --------------------
     device = torch.device("cpu")

@@ -23,7 +23,7 @@ from isaacgymenvs_gmi.channels import (
     route_shape,
 )
 from isaacgymenvs_gmi.channels.route import PRODUCED_TRANSITIONS, ChannelClosed
-from tests.channels.traffic import KINDS, expected_chunk, produce
+from tests.channels.traffic import KINDS, expected_chunk, produce, push_chunk
 
 T, N = 4, 3
 
@@ -89,9 +89,7 @@ def test_uni_and_multi_deliver_identical_chunks_with_different_transfer_counts()
         collector = Collector([0], [route], carried())
         chunks = []
         for seq in range(3):
-            produce_one = expected_chunk(0, seq, T, N)
-            for t in range(T):
-                dispenser.push({k: v[t] for k, v in produce_one.items()})
+            push_chunk(dispenser, seq, N)
             chunks.extend(collector.poll())
         results[mode], transfers[mode] = chunks, dispenser.transfers
     for a, b in zip(results["multi"], results["uni"], strict=True):
@@ -120,9 +118,7 @@ def test_the_migrator_sends_each_chunk_to_the_trainer_with_most_credit():
     take_fast = Collector([0], [fast], carried())
     got_fast = []
     for seq in range(6):
-        produce_chunk = expected_chunk(0, seq, T, N)
-        for t in range(T):
-            dispenser.push({k: v[t] for k, v in produce_chunk.items()})
+        push_chunk(dispenser, seq, N)
         got_fast.extend(take_fast.poll())  # only the first trainer keeps up
     got_slow = Collector([0], [slow], carried()).poll()
     assert len(got_fast) + len(got_slow) == 6
@@ -190,3 +186,28 @@ def test_ledger_refuses_duplicates_and_gaps():
     )
     with pytest.raises(ExactlyOnceError, match="unbalanced"):
         ledger.balance(23)
+
+
+def test_a_weights_board_is_whole_before_its_path_is_published(tmp_path):
+    """An actor that attaches the moment the path appears sees the policy size (a race once
+    seen: the size word was written after publishing)."""
+    seen = {}
+
+    class AttachOnSet:
+        def __init__(self):
+            self.inner = dist.FileStore(str(tmp_path / "store"), 1)
+
+        def set(self, key, value):
+            self.inner.set(key, value)
+            seen["board"] = WeightsBoard.attach(8, self.inner, key)  # raises on a size of 0
+
+        def get(self, key):
+            return self.inner.get(key)
+
+    board, path = WeightsBoard.create(8, AttachOnSet(), "weights")
+    try:
+        board.publish(torch.arange(8.0), version=3)
+        out = torch.empty(8)
+        assert seen["board"].read_newer(-1, out) == 3 and torch.equal(out, torch.arange(8.0))
+    finally:
+        os.unlink(path)

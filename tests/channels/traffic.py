@@ -34,6 +34,12 @@ def expected_chunk(actor: int, seq: int, steps: int, envs: int) -> dict[str, tor
     return {k.name: torch.stack([s[k.name] for s in per_step]) for k in KINDS}
 
 
+def push_chunk(dispenser: Dispenser, seq: int, envs: int) -> None:
+    """Push chunk ``seq`` of the dispenser's actor, step by step, without pauses."""
+    for t in range(dispenser.chunk_steps):
+        dispenser.push(step_values(dispenser.actor, seq, t, envs))
+
+
 def produce(dispenser: Dispenser, chunks: int, envs: int, seed: int, jitter_s: float) -> None:
     """Push ``chunks`` whole chunks, with random pauses between steps."""
     rng = random.Random(seed)

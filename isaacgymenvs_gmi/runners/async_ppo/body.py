@@ -12,7 +12,6 @@ every role runs in this one process over private memory, in turn.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.status import say
@@ -21,7 +20,6 @@ from isaacgymenvs_gmi.runners.result import RunResult
 from .roles import AsyncRoles
 
 log = logging.getLogger(__name__)
-ACTORS_STOP_TIMEOUT_S = 30.0
 
 
 def run_async_ppo(ctx: GmiContext) -> RunResult | None:
@@ -68,7 +66,7 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
         links.unlink()  # every GMI has mapped them (or the run is failing): no names left
     say(f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s), policy {numel:,} values")
     loop.run()
-    return finish_trainer(loop)
+    return loop.finish()
 
 
 def _actor(ctx: GmiContext, roles: AsyncRoles) -> None:
@@ -81,37 +79,3 @@ def _actor(ctx: GmiContext, roles: AsyncRoles) -> None:
     finally:
         env.close()
     log.info("GMI %d: actor stopped after %d env steps", ctx.rank, actor.steps)
-
-
-def finish_trainer(loop: Any) -> RunResult:
-    """Stop the actors, account for every chunk, write the last checkpoint, report."""
-    stuck = loop.stop_actors(ACTORS_STOP_TIMEOUT_S)
-    if stuck:
-        log.warning("actor GMI(s) %s did not stop in time; their chunks count as in flight", stuck)
-    produced, _, line = loop.account()
-    checkpoint = loop.save_last()
-    if loop.lead:
-        say(line)
-        if loop.stopped_by is not None:
-            from isaacgymenvs_gmi.gmi.stop import signal_name
-
-            say(
-                f"stopped by {signal_name(loop.stopped_by)} after {loop.agent.frame} frames; "
-                f"final checkpoint: {checkpoint}"
-            )
-    if loop.lead:
-        loop.agent.writer.close()  # flush the summaries
-    return result_of(loop, produced, checkpoint)
-
-
-def result_of(loop: Any, produced: int, checkpoint: str | None) -> RunResult:
-    agent = loop.agent
-    return RunResult(
-        mean_reward=loop.mean_reward,
-        mean_length=loop.mean_length,
-        frames=int(agent.frame),
-        experiment_dir=getattr(agent, "experiment_dir", None),
-        history=loop.history,
-        stopped_by=loop.stopped_by,
-        checkpoint=checkpoint,
-    )

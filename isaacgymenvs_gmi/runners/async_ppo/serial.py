@@ -11,7 +11,6 @@ from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
 
-from .body import finish_trainer
 from .roles import AsyncRoles
 
 log = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ def run_serial(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
                 pass
         for actor in actors:
             actor.finish()
-        return finish_trainer(loop)
+        return loop.finish()
     finally:
         for env in envs:
             env.close()

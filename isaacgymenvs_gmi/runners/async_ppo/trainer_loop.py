@@ -15,12 +15,15 @@ import torch
 from isaacgymenvs_gmi.channels import Batcher, Collector, Ledger, balance_line, flatten
 from isaacgymenvs_gmi.channels.route import ACTOR_PID, ACTOR_STATE, PRODUCED_TRANSITIONS, STOPPED
 from isaacgymenvs_gmi.gmi.status import say
+from isaacgymenvs_gmi.gmi.stop import signal_name
+from isaacgymenvs_gmi.runners.result import RunResult
 
 from .links import TrainerLinks
 from .telemetry import AsyncTelemetry, progress_line
 
 log = logging.getLogger(__name__)
 IDLE_SLEEP_S = 0.0005
+ACTORS_STOP_TIMEOUT_S = 30.0
 
 
 class TrainerLoop:
@@ -211,6 +214,34 @@ class TrainerLoop:
         totals = self.ledger.totals()
         return produced, totals, balance_line(produced, *totals)
 
+    def finish(self) -> RunResult:
+        """Stop the actors, account for every chunk, write the last checkpoint, report."""
+        stuck = self.stop_actors(ACTORS_STOP_TIMEOUT_S)
+        if stuck:
+            log.warning(
+                "actor GMI(s) %s did not stop in time; their chunks count as in flight", stuck
+            )
+        _, _, line = self.account()
+        checkpoint = self.save_last()
+        agent = self.agent
+        if self.lead:
+            say(line)
+            if self.stopped_by is not None:
+                say(
+                    f"stopped by {signal_name(self.stopped_by)} after {agent.frame} frames; "
+                    f"final checkpoint: {checkpoint}"
+                )
+            agent.writer.close()  # flush the summaries
+        return RunResult(
+            mean_reward=self.mean_reward,
+            mean_length=self.mean_length,
+            frames=int(agent.frame),
+            experiment_dir=getattr(agent, "experiment_dir", None) if self.lead else None,
+            history=self.history,
+            stopped_by=self.stopped_by,
+            checkpoint=checkpoint,
+        )
+
     def save_last(self) -> str | None:
         if not self.lead:
             return None
@@ -229,8 +260,6 @@ def _gone(route) -> bool:
     pid = route.control(ACTOR_PID)
     if pid <= 0:
         return False
-    if pid == os.getpid():  # every role in this process: it stops when told
-        return True
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
