@@ -99,7 +99,8 @@ def plan_run(
             f"{'' if cuda else ', no GPU'}); use auto, shm or gloo",
         )
     _check_machine(cfg, num_envs, layout.per_node, node.backend, footprint, train)
-    validate_train_config(cfg.task_name, num_envs, train_params)
+    if gmi.mode != "serve":  # serving plays; the PPO batch geometry is not used
+        validate_train_config(cfg.task_name, num_envs, train_params)
     iterations_given = str(cfg.get("max_iterations", "")) != ""
     validate_ppo_values(
         train_params,
@@ -144,9 +145,12 @@ def plan_run(
 def _check_mode(
     gmi: GmiConfig, layout: GmiLayout, train_params: dict, num_envs: object, train: TrainSettings
 ) -> tuple[tuple[int, ...], int]:
-    """What async mode needs of the layout and the train config; returns the GMIs whose death
-    the run survives and how many of them must stay alive."""
-    if gmi.mode != "async":
+    """What async and serve mode need of the layout and the train config; returns the GMIs
+    whose death the run survives and how many of them must stay alive."""
+    if gmi.mode == "sync":
+        return (), 0
+    _check_actor_config(gmi.mode, train_params)
+    if gmi.mode == "serve":
         return (), 0
     world = layout.world_size
     if world < 2:
@@ -165,18 +169,6 @@ def _check_mode(
         raise ConfigError(
             "gmi.mode", "async", "runs on one node in this version (channels are node-local)"
         )
-    algo = train_params.get("algo", {}).get("name")
-    if algo != "a2c_continuous":
-        raise ConfigError(
-            "train.params.algo.name", algo, "async mode trains a2c_continuous configs only"
-        )
-    if train_params.get("network", {}).get("rnn"):
-        raise ConfigError(
-            "train.params.network.rnn",
-            "set",
-            "recurrent policies are not supported in async mode (V-trace over chunks needs "
-            "per-step policy states); use gmi.mode=sync",
-        )
     actors = world - gmi.trainers
     if gmi.async_.min_actors > actors:
         raise ConfigError(
@@ -189,6 +181,23 @@ def _check_mode(
         except ValueError as err:
             raise ConfigError("gmi.async.chunk_steps", chunk, str(err)) from None
     return tuple(range(gmi.trainers, world)), gmi.async_.min_actors
+
+
+def _check_actor_config(mode: str, train_params: dict) -> None:
+    """Async and serve GMIs play with rl-games' continuous agent, step by step without
+    recurrent state."""
+    algo = train_params.get("algo", {}).get("name")
+    if algo != "a2c_continuous":
+        raise ConfigError(
+            "train.params.algo.name", algo, f"{mode} mode runs a2c_continuous configs only"
+        )
+    if train_params.get("network", {}).get("rnn"):
+        raise ConfigError(
+            "train.params.network.rnn",
+            "set",
+            f"recurrent policies are not supported in {mode} mode (chunks of experience carry "
+            "no per-step policy state); use gmi.mode=sync",
+        )
 
 
 def _check_machine(

@@ -22,21 +22,20 @@ pytest_plugins = ["tests.env_fixtures"]
 Compose = Callable[..., DictConfig]
 
 
+def compose_config(*overrides: str, config_dir: Path = CFG_DIR) -> DictConfig:
+    """The composed top-level config, with ``version_base="1.1"`` like the training entry
+    point (upstream behaviour)."""
+    register_resolvers()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Hydra14MigrationWarning)
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.1"):
+            return compose(config_name="config", overrides=list(overrides))
+
+
 @pytest.fixture
 def compose_cfg() -> Compose:
-    """``compose_cfg(*overrides, config_dir=CFG_DIR)`` -> the composed top-level config.
-
-    Uses ``version_base="1.1"`` like the training entry point (upstream behaviour).
-    """
-    register_resolvers()
-
-    def _compose(*overrides: str, config_dir: Path = CFG_DIR) -> DictConfig:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Hydra14MigrationWarning)
-            with initialize_config_dir(config_dir=str(config_dir), version_base="1.1"):
-                return compose(config_name="config", overrides=list(overrides))
-
-    return _compose
+    """``compose_cfg(*overrides, config_dir=CFG_DIR)`` -> the composed top-level config."""
+    return compose_config
 
 
 # --- a task + train pair in upstream style (resolvers, PhysX blocks, relative interpolations)

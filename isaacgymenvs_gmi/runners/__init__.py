@@ -11,11 +11,13 @@ from isaacgymenvs_gmi.gmi.context import Body
 
 from .async_ppo import run_async_ppo
 from .result import RunResult
+from .serve import run_serve
 from .sync_ppo import run_sync_ppo
 
 BODIES: dict[str, Body] = {
     "sync": run_sync_ppo,  # synchronous PPO, holistic GMIs in lockstep
     "async": run_async_ppo,  # A3C/APPO: actor GMIs stream experience to trainer GMIs
+    "serve": run_serve,  # every GMI plays the policy (actors only), optionally recording
 }
 
 

@@ -15,3 +15,6 @@ class RunResult:
     # (frame, wall time s, mean reward) per report, training only
     stopped_by: int | None = None  # the signal that ended training early (graceful stop)
     checkpoint: str | None = None  # the checkpoint GMI 0 wrote last
+    rates: dict[str, float] = field(default_factory=dict)
+    # throughput over the last window without warm-up, per second, all GMIs: "pps"
+    # (predictions, async and serve), "ttop" (samples trained on, async)

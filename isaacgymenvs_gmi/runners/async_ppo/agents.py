@@ -39,9 +39,12 @@ def build_agent(
     train_dir: str | None = None,
     vec_env: Any = None,
     observer: Any = None,
+    acting_only: bool = False,
 ) -> Any:
     """``make(base_name=..., params=...)`` with the run's rl-games params (``train_dir``
-    replaces the run folder, for GMIs that must write nothing of their own there)."""
+    replaces the run folder, for GMIs that must write nothing of their own there). An agent
+    ``acting_only`` never trains: its minibatch is its whole batch, whatever the config says
+    (rl-games checks the geometry at construction; a serving GMI may have any env count)."""
     from rl_games.common.algo_observer import DefaultAlgoObserver
     from rl_games.torch_runner import Runner
 
@@ -58,6 +61,9 @@ def build_agent(
     config = params["config"]
     config["env_info"] = env_info(plan)
     config["print_stats"] = False
+    if acting_only:
+        config.pop("minibatch_size_per_env", None)
+        config["minibatch_size"] = config["horizon_length"] * plan.num_envs
     if train_dir is not None:
         config["train_dir"] = train_dir
     runner = Runner(observer or DefaultAlgoObserver())

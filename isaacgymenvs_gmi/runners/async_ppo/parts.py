@@ -88,9 +88,18 @@ def trainer_loop(
     return TrainerLoop(agent, modules, links, collector, batcher, ledger, stop, lead)
 
 
-def build_actor(ctx: GmiContext, gmi: int, links_for: Any) -> tuple[ActorLoop, Any]:
+def build_actor(
+    ctx: GmiContext,
+    gmi: int,
+    links_for: Any,
+    *,
+    deadline_s: float | None = None,
+    train_dir: str | None = None,
+) -> tuple[ActorLoop, Any]:
     """The actor's loop and its env. ``links_for(numel)`` opens the actor's ends once the
-    policy size is known."""
+    policy size is known. ``deadline_s`` (default ``gmi.async.deadline_ms``): the compressor's
+    deadline, ``math.inf`` where the consumer runs only between chunks (one process);
+    ``train_dir`` (default the GMI's scratch folder): where rl-games may write."""
     from rl_games.algos_torch.a2c_continuous import A2CAgent
 
     from isaacgymenvs_gmi.channels import flatten
@@ -114,15 +123,17 @@ def build_actor(ctx: GmiContext, gmi: int, links_for: Any) -> tuple[ActorLoop, A
         rl_device=resources.rl_device,
         seed=plan.seed + gmi,
         threads=_threads(),
-        train_dir=ctx.scratch_dir,
+        train_dir=train_dir or ctx.scratch_dir,
         vec_env=wrap_env(env),
         make=lambda **kw: A2CAgent(**kw),
+        acting_only=True,
     )
     modules = policy_modules(agent)
     links: ActorLinks = links_for(flatten(modules).numel())
     settings = plan.gmi.async_
     abort = lambda: links.board.stopping  # noqa: E731
-    dispenser = Dispenser(gmi, links.routes, settings.deadline_ms / 1000.0, abort)
+    deadline = settings.deadline_ms / 1000.0 if deadline_s is None else deadline_s
+    dispenser = Dispenser(gmi, links.routes, deadline, abort)
     bootstrap = bool(plan.train_params["config"].get("value_bootstrap", False))
     return ActorLoop(agent, modules, dispenser, links.board, bootstrap), env
 

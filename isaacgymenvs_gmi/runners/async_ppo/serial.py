@@ -6,6 +6,7 @@ cores; nothing runs in parallel."""
 from __future__ import annotations
 
 import logging
+import math
 
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.status import say
@@ -36,7 +37,8 @@ def run_serial(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
     loop = trainer_loop(ctx, agent, modules, trainer_links[trainer_id], True, ctx.stop_signal)
     actors, envs = [], []
     for gmi in roles.actors:
-        actor, env = build_actor(ctx, gmi, lambda _, gmi=gmi: actor_links[gmi])
+        # the trainer polls only between chunks: a deadline would only split them
+        actor, env = build_actor(ctx, gmi, lambda _, gmi=gmi: actor_links[gmi], deadline_s=math.inf)
         actors.append(actor)
         envs.append(env)
     try:

@@ -240,6 +240,7 @@ class TrainerLoop:
             history=self.history,
             stopped_by=self.stopped_by,
             checkpoint=checkpoint,
+            rates={} if self.rates is None else {"pps": self.rates.pps, "ttop": self.rates.ttop},
         )
 
     def save_last(self) -> str | None:

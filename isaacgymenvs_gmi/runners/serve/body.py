@@ -1,0 +1,177 @@
+"""The body of a serving GMI (``gmi.mode=serve``): simulator and policy in one GMI, every GMI an
+actor and none a trainer (the paper's serving, Sec. 5.1).
+
+Each GMI plays the checkpoint (or the initial policy when there is none) on its envs for
+``serve.steps`` steps per env, through the same actor loop and channels as an async actor: the
+dispenser splits each step by kind, the compressor packs the route's rings, and the GMI's own
+collector takes the chunks back whole, checks them exactly once, counts the episodes and, with
+``serve.record``, writes them to its part of the recording. GMIs never wait on each other until
+the end, when GMI 0 merges the episode statistics and rates of all of them (and the recording's
+manifest) and reports predictions per second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import tempfile
+import time
+
+from isaacgymenvs_gmi.channels.route import PRODUCED_TRANSITIONS
+from isaacgymenvs_gmi.gmi.context import GmiContext
+from isaacgymenvs_gmi.gmi.status import say
+from isaacgymenvs_gmi.runners.result import RunResult
+
+from .played import Played, summary_lines
+
+log = logging.getLogger(__name__)
+PROGRESS_EVERY_S = 10.0
+
+
+def run_serve(ctx: GmiContext) -> RunResult | None:
+    from isaacgymenvs_gmi.patches import apply_all
+    from isaacgymenvs_gmi.runners.seeding import seed_everything
+
+    plan, rank = ctx.plan, ctx.rank
+    apply_all()
+    seed_everything(plan.seed + rank, plan.train.torch_deterministic)
+    with tempfile.TemporaryDirectory(prefix="gmi-serve-") as scratch:
+        played = _serve(ctx, scratch)
+    everyone = [played]
+    if ctx.group is not None:
+        ctx.group.startup_barrier("serving done")  # GMIs finish at their own pace
+        vectors = ctx.group.all_gather_vector(played.vector(), "serving statistics")
+        everyone = [Played.from_vector(v) for v in vectors]
+    if rank != 0:
+        return None
+    total = Played.merge(everyone)
+    for line in summary_lines(everyone, plan.num_envs, total):
+        say(line)
+    if plan.serve.record:
+        _merge_recording(plan.serve.record, len(everyone), total)
+    return RunResult(
+        mean_reward=total.mean_reward,
+        mean_length=total.mean_length,
+        frames=total.steps,
+        experiment_dir=None,
+        stopped_by=total.stopped_by or None,
+        rates={"pps": total.pps},
+    )
+
+
+def _serve(ctx: GmiContext, scratch: str) -> Played:
+    """Play this GMI's share; its numbers for GMI 0."""
+    from isaacgymenvs_gmi.channels import Collector, Route, WeightsBoard, flatten
+    from isaacgymenvs_gmi.runners.async_ppo.links import ActorLinks
+    from isaacgymenvs_gmi.runners.async_ppo.parts import build_actor, kinds_of, route_shape_for
+
+    plan, rank = ctx.plan, ctx.rank
+    route = Route.in_process(route_shape_for(plan))
+    links = lambda numel: ActorLinks([route], WeightsBoard.in_process(numel))  # noqa: E731
+    # the collector runs between chunks in this process: a deadline would only split them
+    actor, env = build_actor(ctx, rank, links, deadline_s=math.inf, train_dir=scratch)
+    try:
+        if plan.checkpoint:
+            actor.agent.restore(plan.checkpoint)
+        version = int(actor.agent.epoch_num)
+        actor.board.publish(flatten(actor.modules), version)
+        carried = tuple(k for k in kinds_of(plan) if k.row_bytes)
+        collector = Collector([rank], [route], carried)
+        steps = plan.serve.steps or int(env.max_episode_length)
+        chunks = math.ceil(steps / actor.dispenser.chunk_steps)
+        if rank == 0:
+            source = plan.checkpoint or "the initial policy"
+            say(
+                f"serving {source} (policy version {version}) on every GMI: "
+                f"{chunks * actor.dispenser.chunk_steps} steps x {plan.num_envs} envs each"
+                + (f", recording to {plan.serve.record}" if plan.serve.record else "")
+            )
+        with _recorder(ctx, carried, version) as recorder:
+            return _play(ctx, actor, collector, recorder, chunks)
+    finally:
+        env.close()
+
+
+def _recorder(ctx: GmiContext, carried, version: int):
+    from isaacgymenvs_gmi.channels.recording import ExperienceRecorder
+
+    from .sink import recorder_kinds
+
+    plan = ctx.plan
+    if not plan.serve.record:
+        return contextlib.nullcontext()
+    meta = {
+        "task": plan.task_name,
+        "checkpoint": plan.checkpoint,
+        "policy_version": version,
+        "seed": plan.seed + ctx.rank,
+        "gmis": plan.world_size,
+        "actions": "sampled from the policy (mu, sigma recorded); before clipping",
+        "obs": "as the policy saw them, before its normalisation",
+    }
+    return ExperienceRecorder(
+        plan.serve.record,
+        gmi=ctx.rank,
+        num_envs=plan.num_envs,
+        kinds=recorder_kinds(carried),
+        shard_steps=max(plan.train.horizon_length, 256),
+        meta=meta,
+    )
+
+
+def _play(ctx: GmiContext, actor, collector, recorder, chunks: int) -> Played:
+    from .sink import ServeSink
+
+    sink = ServeSink(recorder)
+    started = time.monotonic()
+    warm: tuple[float, int] | None = None  # (time, steps) after the first chunk
+    last_report = started
+    stopped_by = 0
+    for _ in range(chunks):
+        if (signum := ctx.stop_signal()) is not None:
+            stopped_by = signum
+            break
+        actor.play_chunk()
+        for chunk in collector.poll():
+            sink.take(chunk)
+        now = time.monotonic()
+        if warm is None:
+            warm = (now, actor.steps)
+        elif ctx.rank == 0 and now - last_report >= PROGRESS_EVERY_S:
+            last_report = now
+            rate = (actor.steps - warm[1]) / (now - warm[0])
+            say(
+                f"serve: GMI 0 {actor.steps:,} steps | PPS {rate:,.0f} | episodes {sink.episodes:,}"
+            )
+    actor.finish()
+    end = time.monotonic()
+    if collector.partial():
+        raise RuntimeError(f"GMI {ctx.rank}: {collector.partial()} chunk(s) did not arrive whole")
+    timed_from, timed_steps = (started, 0) if warm is None or warm[1] == actor.steps else warm
+    return Played(
+        steps=actor.steps,
+        timed_steps=actor.steps - timed_steps,
+        timed_s=end - timed_from,
+        episodes=sink.episodes,
+        return_sum=sink.return_sum,
+        length_sum=sink.length_sum,
+        produced=actor.dispenser.routes[0].control(PRODUCED_TRANSITIONS),
+        consumed=sink.consumed,
+        stopped_by=stopped_by,
+    )
+
+
+def _merge_recording(folder: str, gmis: int, total: Played) -> None:
+    from isaacgymenvs_gmi.channels.recording import merge_manifests
+
+    manifest = merge_manifests(folder, expected_gmis=gmis)
+    if manifest["transitions"] != total.consumed:
+        raise RuntimeError(
+            f"the recording holds {manifest['transitions']:,} transitions, "
+            f"{total.consumed:,} were served"
+        )
+    say(
+        f"recorded {manifest['transitions']:,} transitions to {folder}/manifest.json "
+        f"(load: isaacgymenvs_gmi.channels.recording.load_recording(folder))"
+    )
