@@ -27,8 +27,10 @@ class LagStats:
     low: int | None = None
     high: int | None = None
     recent: list[int] = field(default_factory=list)
+    histogram: dict[int, int] = field(default_factory=dict)  # lag -> chunks
 
     def add(self, lag: int) -> None:
+        self.histogram[lag] = self.histogram.get(lag, 0) + 1
         self.count += 1
         self.total += lag
         self.low = lag if self.low is None else min(self.low, lag)

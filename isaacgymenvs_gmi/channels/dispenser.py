@@ -14,7 +14,7 @@ import torch
 
 from .compressor import Compressor
 from .migrator import pick_route
-from .route import Route
+from .route import Route, wait_until
 
 
 class Dispenser:
@@ -40,13 +40,23 @@ class Dispenser:
         ]
         self.seq = 0  # chunks started
         self.route_seq = [0] * len(self.routes)
-        self._route = 0
+        self.abort = abort
+        self._route: int | None = None  # the current chunk's route, once begun
         self._step = 0
+
+    def begin_chunk(self) -> None:
+        """Pick the route for the next chunk and wait until it has room for the whole chunk
+        (a credit), so a chunk is never begun, and its policy version fixed, long before it
+        can be sent. Raises :class:`~.route.ChannelClosed` when the run stops meanwhile."""
+        if self._route is not None:
+            return
+        r = pick_route(self.routes)
+        wait_until(lambda: self.routes[r].free() > 0, self.abort)
+        self._route = r
 
     def push(self, step: Mapping[str, torch.Tensor]) -> None:
         """One env step: kind -> (N, *shape) host tensors (every kind of the channels)."""
-        if self._step == 0:
-            self._route = pick_route(self.routes)
+        self.begin_chunk()
         route, r = self.routes[self._route], self._route
         head = (self.actor, self.seq, self.route_seq[r], self.chunk_steps)
         block = {name: t.unsqueeze(0) for name, t in step.items()}
@@ -59,6 +69,7 @@ class Dispenser:
             self.route_seq[r] += 1
             self.seq += 1
             self._step = 0
+            self._route = None
 
     @property
     def at_last_step(self) -> bool:

@@ -152,7 +152,7 @@ class Ring:
         """(slot_steps, envs, row_bytes) uint8: the next free slot, waiting for a credit.
         Raises :class:`ChannelClosed` when ``abort()`` turns true while waiting."""
         if self._reserved is None:
-            _wait(lambda: self.free() > 0, abort)
+            wait_until(lambda: self.free() > 0, abort)
             self._reserved = self.head % self.shape.capacity
         return self._rows(self._reserved)
 
@@ -181,7 +181,9 @@ class Ring:
         self._counters[LINE // 8] = self.tail + 1
 
 
-def _wait(ready: Callable[[], bool], abort: Callable[[], bool]) -> None:
+def wait_until(ready: Callable[[], bool], abort: Callable[[], bool]) -> None:
+    """Spin, then sleep with back-off, until ``ready()``; raises :class:`ChannelClosed` when
+    ``abort()`` turns true first."""
     spins, pause = 0, 20e-6
     while not ready():
         if abort():

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ._values import as_mapping, check_int, check_known_keys, to_plain
+from ._values import as_mapping, check_choice, check_int, check_known_keys, to_plain
 from .errors import ConfigError
 
 # Policy versions an actor's data may lag behind the trainer's policy before it is dropped.
@@ -46,6 +46,8 @@ class AsyncSettings:
             trainer's (counted and reported). >= 0; 0 keeps only data of the current policy.
         min_actors: the run stops cleanly when fewer actor GMIs than this are alive (>= 1).
         rho_bar, c_bar: V-trace truncation levels (IMPALA), rho_bar >= c_bar > 0.
+        anchor: what PPO's ratio, clip and KL are taken against: ``proximal`` (the policy as
+            the epoch starts; decoupled PPO) or ``behaviour`` (the actor's policy).
         chunk_steps: env steps per chunk an actor sends (its sequence unit); ``None``: the
             train config's ``horizon_length``.
         deadline_ms: the compressor sends what it holds of a channel after this long, even if
@@ -60,6 +62,7 @@ class AsyncSettings:
     min_actors: int = 1
     rho_bar: float = 1.0
     c_bar: float = 1.0
+    anchor: str = "proximal"
     chunk_steps: int | None = None
     deadline_ms: int = 50
     ring_slots: int = 2
@@ -87,6 +90,9 @@ class AsyncSettings:
             ),
             rho_bar=rho_bar,
             c_bar=c_bar,
+            anchor=check_choice(
+                f"{prefix}.anchor", given.get("anchor", d.anchor), ("proximal", "behaviour")
+            ),
             chunk_steps=None
             if chunk is None
             else check_int(f"{prefix}.chunk_steps", chunk, minimum=1),

@@ -18,3 +18,6 @@ class RunResult:
     rates: dict[str, float] = field(default_factory=dict)
     # throughput over the last window without warm-up, per second, all GMIs: "pps"
     # (predictions, async and serve), "ttop" (samples trained on, async)
+    channels: dict = field(default_factory=dict)
+    # async: transitions "produced", "consumed", "dropped", "in_flight"; "lag": policy lag ->
+    # chunks trained on

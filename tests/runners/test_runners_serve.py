@@ -12,7 +12,6 @@ import pytest
 from isaacgymenvs_gmi.channels.recording import load_gmi, load_recording
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run, run
-from tests.conftest import compose_config
 from tests.gmi.launched_run import LaunchedRun
 
 NO_GPU = (False, ("cpu",), False)
@@ -20,16 +19,6 @@ SUMMARY = re.compile(
     r"served ([\d,]+) predictions on (\d+) GMI\(s\) x (\d+) envs \| PPS ([\d,]+) .* \| "
     r"episodes ([\d,]+) \| mean reward (-?[\d.]+)"
 )
-
-
-@pytest.fixture(scope="module")
-def trained_cartpole(tmp_path_factory):
-    """A Cartpole checkpoint after 60 sync epochs (it balances: reward near 500)."""
-    folder = tmp_path_factory.mktemp("trained")
-    cfg = compose_config("task=Cartpole", "max_iterations=60", f"train_dir={folder}")
-    result = run(cfg, plan_run(cfg, platform=NO_GPU))
-    assert result.mean_reward > 400
-    return result.checkpoint
 
 
 def test_a_checkpoint_served_on_three_gmis_reports_pps_reward_and_records(

@@ -10,12 +10,15 @@ import torch
 from isaacgymenvs_gmi.runners.async_ppo.vtrace import next_values_for, vtrace
 
 
-def reference(log_rhos, values, next_values, rewards, terminated, truncated, gamma, rho_bar, c_bar):
-    """v_s = V_s + sum_{t=s}^{end} gamma^(t-s) (prod_{i<t} c_i) delta_t, the sum ending at the
-    first step >= s where the episode ends; A_s = rho_s (r_s + gamma q_{s+1} - V_s)."""
+def reference(
+    log_rhos, values, next_values, rewards, terminated, truncated, gamma, rho_bar, c_bar, lam=1.0
+):
+    """v_s = V_s + sum_{t=s}^{end} gamma^(t-s) (prod_{i<t} c_i) delta_t, c_i = lam min(c_bar,
+    rho), the sum ending at the first step >= s where the episode ends;
+    A_s = rho_s (r_s + gamma q_{s+1} - V_s)."""
     T, N = values.shape
     ratio = np.exp(log_rhos)
-    rho, c = np.minimum(rho_bar, ratio), np.minimum(c_bar, ratio)
+    rho, c = np.minimum(rho_bar, ratio), lam * np.minimum(c_bar, ratio)
     boot = np.where(terminated, 0.0, next_values)
     delta = rho * (rewards + gamma * boot - values)
     done = terminated | truncated
@@ -52,13 +55,18 @@ def random_chunk(rng, T=12, N=5, off_policy=True):
     return log_rhos, values, next_values, rewards, terminated, truncated
 
 
-@pytest.mark.parametrize(("rho_bar", "c_bar"), [(1.0, 1.0), (2.0, 0.9), (1.0, 0.5)])
-def test_vtrace_matches_the_explicit_formula(rho_bar, c_bar):
+@pytest.mark.parametrize(
+    ("rho_bar", "c_bar", "lam"),
+    [(1.0, 1.0, 1.0), (2.0, 0.9, 1.0), (1.0, 0.5, 1.0), (1.0, 1.0, 0.95)],
+)
+def test_vtrace_matches_the_explicit_formula(rho_bar, c_bar, lam):
     rng = np.random.default_rng(7)
     for _ in range(5):
         chunk = random_chunk(rng)
-        want_vs, want_adv = reference(*chunk, 0.97, rho_bar, c_bar)
-        got = vtrace(*(torch.tensor(x) for x in chunk), gamma=0.97, rho_bar=rho_bar, c_bar=c_bar)
+        want_vs, want_adv = reference(*chunk, 0.97, rho_bar, c_bar, lam)
+        got = vtrace(
+            *(torch.tensor(x) for x in chunk), gamma=0.97, rho_bar=rho_bar, c_bar=c_bar, lam=lam
+        )
         np.testing.assert_allclose(got.values.numpy(), want_vs, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(got.advantages.numpy(), want_adv, rtol=1e-12, atol=1e-12)
 
@@ -86,6 +94,31 @@ def test_on_policy_targets_are_the_discounted_return():
     )
     np.testing.assert_allclose(got.values.numpy(), returns, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got.rhos.numpy(), 1.0)
+
+
+def test_on_policy_with_lambda_the_correction_is_the_gae_advantage():
+    rng = np.random.default_rng(5)
+    log_rhos, values, next_values, rewards, terminated, truncated = random_chunk(
+        rng, off_policy=False
+    )
+    gamma, lam = 0.99, 0.95
+    T, N = values.shape
+    gae = np.zeros_like(values)  # GAE(lambda), backwards, as PPO computes it
+    for n in range(N):
+        acc = 0.0
+        for t in range(T - 1, -1, -1):
+            boot = 0.0 if terminated[t, n] else next_values[t, n]
+            delta = rewards[t, n] + gamma * boot - values[t, n]
+            if terminated[t, n] or truncated[t, n]:
+                acc = 0.0
+            acc = delta + gamma * lam * acc
+            gae[t, n] = acc
+    got = vtrace(
+        *(torch.tensor(x) for x in (log_rhos, values, next_values, rewards, terminated, truncated)),
+        gamma=gamma,
+        lam=lam,
+    )
+    np.testing.assert_allclose(got.values.numpy() - values, gae, rtol=1e-12, atol=1e-12)
 
 
 def test_nothing_flows_back_across_an_episode_end():

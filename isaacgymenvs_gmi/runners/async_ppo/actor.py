@@ -50,6 +50,7 @@ class ActorLoop:
     def play_chunk(self) -> bool:
         """One chunk; False when the run is stopping (the chunk is abandoned, not produced)."""
         try:
+            self.dispenser.begin_chunk()  # wait for room first: then act with the newest policy
             for _ in range(self.dispenser.chunk_steps):
                 if self.board.stopping:
                     return False

@@ -63,7 +63,9 @@ def build_trainer(ctx: GmiContext, gmi: int, lead: bool) -> tuple[Any, list]:
         seed=plan.seed + gmi,
         threads=_threads(),
         train_dir=None if lead else ctx.scratch_dir,
-        make=lambda **kw: AsyncPpoAgent(rho_bar=settings.rho_bar, c_bar=settings.c_bar, **kw),
+        make=lambda **kw: AsyncPpoAgent(
+            rho_bar=settings.rho_bar, c_bar=settings.c_bar, anchor=settings.anchor, **kw
+        ),
     )
     if plan.checkpoint:
         agent.restore(plan.checkpoint)

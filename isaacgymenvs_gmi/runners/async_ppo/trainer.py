@@ -61,11 +61,27 @@ class AsyncPpoAgent(StoppableAgent):
 
     Args:
         rho_bar, c_bar: V-trace truncation levels.
+        anchor: what PPO's ratio, clip and KL (adaptive learning rate) are taken against:
+            ``proximal``, the policy as it is when the epoch starts (decoupled PPO, Hilton et
+            al. 2021: the V-trace advantage already carries the behaviour correction
+            min(rho_bar, pi/mu)), or ``behaviour``, the actor's policy mu that chose the
+            action, as in plain PPO; with lagged data the latter clips more and inflates the
+            KL that rl-games' adaptive schedule cuts the learning rate for.
     """
 
-    def __init__(self, base_name, params, *, rho_bar: float = 1.0, c_bar: float = 1.0, **kw):
+    def __init__(
+        self,
+        base_name,
+        params,
+        *,
+        rho_bar: float = 1.0,
+        c_bar: float = 1.0,
+        anchor: str = "proximal",
+        **kw,
+    ):
         super().__init__(base_name, params, **kw)
-        self.rho_bar, self.c_bar = rho_bar, c_bar
+        self.rho_bar, self.c_bar, self.anchor = rho_bar, c_bar, anchor
+        self._proximal: dict[str, torch.Tensor] = {}
         self.vec_env = _NoEnv()
         self._batch: dict[str, Any] | None = None
         self.last_rhos: torch.Tensor | None = None
@@ -86,7 +102,8 @@ class AsyncPpoAgent(StoppableAgent):
     @torch.no_grad()
     def _current_policy(self, tm: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """(T, N) log pi(a|x) - log mu(a|x) and (T, N) V(x) of the current policy and critic
-        (normalisers read, not updated)."""
+        (normalisers read, not updated); the current policy's -log pi(a|x), mean and std per
+        step, env-major, are kept in ``self._proximal`` for the PPO anchor."""
         steps, envs = tm["rewards"].shape
         obs = tm["obs"].reshape(steps * envs, -1)
         self.model.eval()
@@ -105,6 +122,16 @@ class AsyncPpoAgent(StoppableAgent):
         else:
             values = self.model.denorm_value(res["values"])
         log_rhos = tm["neglogp"].reshape(-1) - res["prev_neglogp"].reshape(-1)
+
+        def env_major(t: torch.Tensor) -> torch.Tensor:
+            t = t.reshape(steps, envs, *t.shape[1:])
+            return t.transpose(0, 1).reshape(steps * envs, *t.shape[2:])
+
+        self._proximal = {
+            "neglogpacs": env_major(res["prev_neglogp"]),
+            "mus": env_major(res["mus"]),
+            "sigmas": env_major(res["sigmas"]),
+        }
         return log_rhos.view(steps, envs), values.reshape(steps, envs)
 
     def prepare_dataset(self, batch_dict):
@@ -124,6 +151,7 @@ class AsyncPpoAgent(StoppableAgent):
             self.gamma,
             self.rho_bar,
             self.c_bar,
+            lam=self.tau,  # the train config's GAE lambda
         )
         self.last_rhos = targets.rhos
 
@@ -134,6 +162,8 @@ class AsyncPpoAgent(StoppableAgent):
         # then put the V-trace value targets in place as the critic's returns.
         batch_dict["values"] = flat(values)
         batch_dict["returns"] = flat(values + targets.advantages)
+        if self.anchor == "proximal":  # clip and measure KL against the policy as it is now
+            batch_dict.update(self._proximal)
         super().prepare_dataset(batch_dict)
         value_targets = flat(targets.values)
         if self.normalize_value:

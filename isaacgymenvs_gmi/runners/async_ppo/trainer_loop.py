@@ -221,7 +221,7 @@ class TrainerLoop:
             log.warning(
                 "actor GMI(s) %s did not stop in time; their chunks count as in flight", stuck
             )
-        _, _, line = self.account()
+        produced, (consumed, dropped, in_flight), line = self.account()
         checkpoint = self.save_last()
         agent = self.agent
         if self.lead:
@@ -241,6 +241,13 @@ class TrainerLoop:
             stopped_by=self.stopped_by,
             checkpoint=checkpoint,
             rates={} if self.rates is None else {"pps": self.rates.pps, "ttop": self.rates.ttop},
+            channels={
+                "produced": produced,
+                "consumed": consumed,
+                "dropped": dropped,
+                "in_flight": in_flight,
+                "lag": dict(sorted(self.batcher.lag.histogram.items())),
+            },
         )
 
     def save_last(self) -> str | None:

@@ -2,7 +2,8 @@
 
 An actor's transition was produced by the behaviour policy mu of some earlier version; the
 trainer's current policy is pi. With truncated importance ratios
-``rho_t = min(rho_bar, pi/mu)`` and ``c_t = min(c_bar, pi/mu)``, the value target is
+``rho_t = min(rho_bar, pi/mu)`` and ``c_t = lambda min(c_bar, pi/mu)`` (lambda as in IMPALA's
+Appendix; the train config's GAE ``tau``), the value target is
 
     v_s = V(x_s) + sum_{t >= s} gamma^(t-s) (prod_{i=s}^{t-1} c_i) delta_t,
     delta_t = rho_t (r_t + gamma V(x_{t+1}) - V(x_t)),
@@ -14,7 +15,8 @@ Episode ends are kept apart: a *terminated* step has no future (``V(x_{t+1}) = 0
 *truncated* step (time limit) bootstraps from the value of its final observation, which the
 caller passes in ``next_values`` (the env has already reset, so the trainer cannot compute it);
 either way nothing flows back across the end. With on-policy data (every ratio 1) and
-``rho_bar = c_bar = 1`` the target is the lambda = 1 discounted return.
+``rho_bar = c_bar = 1`` the target is the lambda-return, and ``v_s - V(x_s)`` the GAE(lambda)
+advantage; with lambda = 1 the target is the discounted return.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def vtrace(
     gamma: float,
     rho_bar: float = 1.0,
     c_bar: float = 1.0,
+    lam: float = 1.0,
 ) -> VTraceTargets:
     """V-trace targets for a chunk of T steps of N envs (all (T, N), time first).
 
@@ -76,13 +79,14 @@ def vtrace(
         next_values: V(x_{t+1}) (see :func:`next_values_for`); ignored where terminated.
         rewards: r_t.
         terminated, truncated: bool, how the episode ended at t (neither: it goes on).
-        gamma: discount; ``rho_bar``, ``c_bar``: truncation levels (IMPALA's defaults, 1).
+        gamma: discount; ``rho_bar``, ``c_bar``: truncation levels (IMPALA's defaults, 1);
+        lam: the traces' lambda (1: IMPALA's plain V-trace).
     """
     if rho_bar < c_bar:
         raise ValueError(f"V-trace needs rho_bar >= c_bar (got {rho_bar} < {c_bar})")
     ratios = torch.exp(log_rhos)
     rhos = torch.clamp(ratios, max=rho_bar)
-    cs = torch.clamp(ratios, max=c_bar)
+    cs = lam * torch.clamp(ratios, max=c_bar)
     live = (~terminated).to(values.dtype)  # a future to bootstrap from
     carry = (~(terminated | truncated)).to(values.dtype)  # the next step is the same episode
     deltas = rhos * (rewards + gamma * live * next_values - values)
