@@ -41,6 +41,11 @@ bench: install
 	$(BIN)/python bench/reduction_latency.py
 	$(BIN)/python bench/learning_parity.py
 	$(BIN)/python bench/intra_gpu_reduction.py
+	$(BIN)/python bench/channel_transfer.py
+	$(BIN)/python bench/async_channels.py
+	$(BIN)/python bench/async_lag.py
+	$(BIN)/python bench/async_vs_sync.py
+	$(BIN)/python bench/serve_scaling.py
 	$(BIN)/python bench/report.py
 
 clean:

@@ -128,6 +128,51 @@ def rows() -> list[str]:
                 f"{t['first_reward']:.1f} -> {t['final_reward']:.1f} in {t['wall_s']:.0f} s "
                 f"| | | rising | {tasks['machine']['cores']}-core CPU |"
             )
+    return out + async_rows()
+
+
+def async_rows() -> list[str]:
+    """Async training and serving (bench/async_*.py, channel_transfer.py, serve_scaling.py)."""
+    out = []
+    transfer = _load("channel_transfer")
+    if transfer:
+        multi, uni = (statistics.median(v) for v in transfer["transitions_per_s"].values())
+        out.append(
+            f"| channels alone, 2 producers x Ant-shaped steps, transitions/s "
+            f"| multi {multi:,.0f} | uni {uni:,.0f} "
+            f"| **{transfer['ratio_multi_over_uni']:.2f}** | >= 1.2 "
+            f"| {transfer['machine']['cores']}-core CPU |"
+        )
+    channels = _load("async_channels")
+    if channels:
+        runs = channels["runs"]
+        for key, name in (("pps", "PPS"), ("ttop", "TTOP")):
+            multi = statistics.median(r[key] for r in runs["multi"])
+            uni = statistics.median(r[key] for r in runs["uni"])
+            out.append(
+                f"| async Ant {name}, 1 trainer + 2 actors | multi {multi:,.0f} | uni {uni:,.0f} "
+                f"| **{channels['ratios'][key]:.2f}** | >= 1.2 "
+                f"| {channels['machine']['cores']}-core CPU |"
+            )
+    duel = _load("async_vs_sync")
+    if duel:
+        a, b = duel["runs"]["async"], duel["runs"]["sync"]
+        out.append(
+            f"| Ant samples trained/s, 3 GMIs, same total envs | async {a['samples_per_s']:,.0f} "
+            f"(reward {a['reward']:.0f}) | sync {b['samples_per_s']:,.0f} (reward "
+            f"{b['reward']:.0f}) | **{duel['ratio_async_over_sync_samples_per_s']:.2f}** | "
+            f"| {duel['machine']['cores']}-core CPU |"
+        )
+    serve = _load("serve_scaling")
+    if serve:
+        base = statistics.median(serve["pps"]["1"])
+        for t in ("2", "3"):
+            out.append(
+                f"| Ant serving PPS, gmi.per_gpu={t}, same total envs "
+                f"| {statistics.median(serve['pps'][t]):,.0f} | one process {base:,.0f} "
+                f"| **{serve['ratios_over_one_process'][t]:.2f}** | > 1 "
+                f"| {serve['machine']['cores']}-core CPU |"
+            )
     return out
 
 

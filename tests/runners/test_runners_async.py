@@ -3,6 +3,7 @@ for, an actor may die, a trainer may not; and what is refused before start."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -53,6 +54,28 @@ def test_async_cartpole_learns_and_every_transition_is_accounted_for(tmp_path):
     assert "async roles: 1 trainer(s), 2 actor(s)" in run.text("out") + run.text("err")
     assert run.checkpoints()
     assert run.leftovers() == [] and segments() <= before
+
+
+def test_async_ant_reward_rises_without_nan(tmp_path):
+    """Budget: 60 epochs of 8,192 samples (1 trainer + 2 actors x 512 envs), ~25 s on 2 cores;
+    the benchmark's runs (bench/async_lag.py) passed reward 100 by epoch 48 at every lag limit."""
+    run = LaunchedRun(
+        tmp_path,
+        "task=Ant",
+        "gmi.per_gpu=3",
+        "gmi.mode=async",
+        "num_envs=512",
+        "train.params.config.minibatch_size=4096",
+        "max_iterations=60",
+    )
+    assert run.finish(400) == 0, run.text("err")[-3000:]
+    text = run.text("out") + run.text("err")
+    got = rewards(run)
+    assert len(got) >= 50 and all(math.isfinite(r) for r in got)
+    assert not re.search(r"\bnan\b", text, re.IGNORECASE)
+    assert min(got[:5]) < 30 and max(got[-5:]) > 100, got
+    produced, consumed, dropped, in_flight = balance(run)
+    assert consumed == 60 * 16 * 512 and produced == consumed + dropped + in_flight
 
 
 def test_an_actor_killed_mid_run_does_not_end_the_run(tmp_path):
