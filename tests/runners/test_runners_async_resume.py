@@ -22,7 +22,7 @@ def test_checkpoints_move_between_sync_and_async_and_play(trained_cartpole, comp
     start = _epoch(trained_cartpole)
     to_async = compose_cfg(
         "task=Cartpole",
-        "gmi.per_gpu=3",
+        "gmi.per_gpu=2",  # one trainer, one actor: each epoch is a chunk of that actor
         "gmi.mode=async",
         "gmi.async.serial=true",
         f"checkpoint={trained_cartpole}",
