@@ -162,9 +162,22 @@ def _check_mode(
     if not 1 <= gmi.trainers < world:
         raise ConfigError("gmi.trainers", gmi.trainers, f"must be >= 1 and < the {world} GMIs")
     if gmi.trainers > 1:
-        raise ConfigError(
-            "gmi.trainers", gmi.trainers, "more than one async trainer is not supported yet: use 1"
-        )
+        try:
+            trainers = layout.first(gmi.trainers)
+        except ValueError as err:
+            raise ConfigError("gmi.trainers", gmi.trainers, str(err)) from None
+        if gmi.comm == "mrr" and not mrr_valid(trainers.mpl()):
+            raise ConfigError(
+                "gmi.comm",
+                "mrr",
+                f"the trainers' layout MPL={trainers.mpl()} cannot run MRR (use auto, mpr or har)",
+            )
+        if gmi.async_.serial:
+            raise ConfigError(
+                "gmi.trainers",
+                gmi.trainers,
+                "must be 1 with gmi.async.serial=true (one process runs one trainer)",
+            )
     if layout.num_nodes > 1:
         raise ConfigError(
             "gmi.mode", "async", "runs on one node in this version (channels are node-local)"

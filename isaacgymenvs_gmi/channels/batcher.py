@@ -99,6 +99,13 @@ class Batcher:
             return taken[0]
         return {k: torch.cat([p[k] for p in taken], dim=1) for k in taken[0]}
 
+    def put_back(self, batch: dict[str, torch.Tensor]) -> None:
+        """A batch :meth:`next_batch` gave out that was never trained on (the run stopped
+        first): its transitions count as in flight, not consumed."""
+        transitions = _transitions(batch)
+        self.ledger.count("consumed", -transitions)
+        self.ledger.count("in_flight", transitions)
+
     def drain(self) -> int:
         """At stop: account every held chunk as in flight; returns the transitions."""
         total = 0

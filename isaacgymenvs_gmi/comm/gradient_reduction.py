@@ -49,17 +49,22 @@ def build_gradient_reduction(
     device: torch.device | str,
     backend: str,
     report: Report | None = None,
-) -> GradientReduction:
+) -> GradientReduction | None:
     """Transports, reducer and report for GMI ``rank`` of ``layout``.
 
     ``comm``: ``gmi.comm`` (auto | mpr | mrr | har); ``intra_device``: ``gmi.intra_device``;
     ``device``: where this GMI's gradients live; ``backend``: how the GPU is shared (cpu | mps |
     mig | direct). ``report``, when given, receives the start-up line now and, under ``auto``,
     one line per gradient size once it is measured (give it on one GMI only).
+
+    ``layout`` may cover only the first GMIs of the process group; the others call this too
+    (group creation is collective) and get None.
     """
     collectives, transports = build_collectives(
         rank, layout, intra_device, store, timeout_s, device=device, backend=backend
     )
+    if collectives is None:
+        return None
 
     def report_choice(numel: int, chosen: str, seconds: dict[str, float]) -> None:
         if report is not None:

@@ -78,11 +78,15 @@ def build_collectives(
     timeout_s: float,
     device: torch.device | str = "cpu",
     backend: str = "mps",
-) -> tuple[Collectives, TransportChoice]:
+) -> tuple[Collectives | None, TransportChoice]:
     """This GMI's transport for every group of :func:`groups_for` (call on every GMI: group
     creation is collective). ``device``: where this GMI's gradients live; ``backend``: how the
     GPU is shared (cpu | mps | mig | direct). MIG instances can neither open each other's
-    memory nor, reliably, run NCCL, so under MIG everything is host-staged."""
+    memory nor, reliably, run NCCL, so under MIG everything is host-staged.
+
+    ``layout`` may cover only GMIs ``0 .. layout.world_size-1`` of the process group (e.g. an
+    async run's trainers): the others call this too, take part in creating the groups, and get
+    ``(None, choice)``."""
     device = torch.device(device)
     on_gpu = device.type == "cuda"
     ipc = ipc_possible(on_gpu, backend)
@@ -101,6 +105,8 @@ def build_collectives(
             nccl = TorchCollectives(rank, spans_gpus, timeout_s, backend="nccl", device=device)
             routes.update(dict.fromkeys(spans_gpus, nccl))
             across = "nccl"
+    if rank not in where:  # not in the layout: it only helped create the groups
+        return None, TransportChoice(intra="none", across="none")
     device_group = tuple(mpl[where[rank]])
     choice = TransportChoice(intra="none", across=across)
     if len(device_group) > 1:

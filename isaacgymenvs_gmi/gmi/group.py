@@ -49,6 +49,19 @@ class GmiGroup:
         """How long a steady-state collective waits for a missing GMI."""
         return self.guard.timeout_s
 
+    def leading(self, k: int, name: str) -> GmiGroup | None:
+        """The group of GMIs ``0 .. k-1`` (their ids stay their ranks in it), for this GMI if
+        it is one of them, else None. Collective: every GMI of this group calls it, in the
+        same order as any other group creation. ``name`` tells its progress records apart."""
+        timeout = timedelta(seconds=self.timeout_s)
+        handle = dist.new_group(list(range(k)), timeout=timeout)
+        if self.rank >= k:
+            return None
+        guard = CollectiveGuard(
+            self.store, self.rank, k, self.timeout_s, key=f"gmi/progress/{name}/{{}}"
+        )
+        return GmiGroup(self.rank, k, guard, self.store, self.startup_timeout_s, handle)
+
     # --- start-up ----------------------------------------------------------------------------
     def check_pools(self, **more: int | None) -> None:
         """Assert from inside that this GMI's thread pools match its core set (a pool sized to

@@ -25,17 +25,18 @@ class GmiTimeoutError(RuntimeError):
 
 
 class CollectiveGuard:
-    """Runs this GMI's collectives; ``store`` is shared by all GMIs."""
+    """Runs this GMI's collectives; ``store`` is shared by all GMIs. ``key``: where each
+    member records its progress (a subgroup's guard has its own)."""
 
-    def __init__(self, store: Store, rank: int, world_size: int, timeout_s: float):
+    def __init__(self, store: Store, rank: int, world_size: int, timeout_s: float, key: str = KEY):
         self.store, self.rank, self.world_size = store, rank, world_size
-        self.timeout_s = timeout_s
+        self.timeout_s, self.key = timeout_s, key
         self.count = 0
-        self.store.set(KEY.format(rank), "0 start")
+        self.store.set(key.format(rank), "0 start")
 
     def __call__(self, what: str, fn: Callable[[], T]) -> T:
         self.count += 1
-        self.store.set(KEY.format(self.rank), f"{self.count} {what}")
+        self.store.set(self.key.format(self.rank), f"{self.count} {what}")
         try:
             return fn()
         except RuntimeError as err:  # gloo/NCCL timeouts and peer resets
@@ -49,7 +50,7 @@ class CollectiveGuard:
             if r == self.rank:
                 continue
             try:
-                count, name = self.store.get(KEY.format(r)).decode().split(" ", 1)
+                count, name = self.store.get(self.key.format(r)).decode().split(" ", 1)
             except Exception:  # noqa: BLE001 - store gone: its host GMI or agent died
                 behind.append(f"GMI {r} (no progress record reachable)")
                 continue

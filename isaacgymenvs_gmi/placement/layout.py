@@ -73,6 +73,25 @@ class GmiLayout:
             is_leader=slot == self.leader_slot,
         )
 
+    def first(self, k: int) -> GmiLayout:
+        """The layout of GMIs ``0 .. k-1`` (their ids unchanged): part of the first device when
+        ``k <= per_device``, else whole devices of the first node.
+
+        Raises ValueError when those GMIs would fill part of a device after whole ones, or
+        more than one node."""
+        t = self.per_device
+        if not 1 <= k <= self.world_size:
+            raise ValueError(f"{k} GMIs is not between 1 and the {self.world_size} of the layout")
+        if k <= t:
+            return GmiLayout(1, 1, k, self.leader_slot if self.leader_slot < k else 0)
+        devices, rest = divmod(k, t)
+        if rest or devices > self.devices_per_node:
+            raise ValueError(
+                f"{k} GMIs must be at most the {t} of one device or fill whole devices of one "
+                f"node (a multiple of {t}, at most {t * self.devices_per_node})"
+            )
+        return GmiLayout(1, devices, t, self.leader_slot)
+
     def leaders(self) -> list[int]:
         """The leader GMI of every device, in device order."""
         return [row[self.leader_slot] for row in self.mpl()]

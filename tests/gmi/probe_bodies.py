@@ -65,7 +65,7 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     from rl_games.algos_torch.torch_ext import AverageMeter
 
     from isaacgymenvs_gmi.comm import build_gradient_reduction
-    from isaacgymenvs_gmi.runners.sync_ppo.lockstep import PpoLockstep
+    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
     from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry
 
     plan, group, rank = ctx.plan, ctx.group, ctx.rank
@@ -83,7 +83,7 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     )
     stream = io.StringIO()
     telemetry = EpochTelemetry(8, 4, rank, group.all_gather_vector, stream=stream)
-    lockstep = PpoLockstep(group, reduction.reducer, telemetry)
+    lockstep = PpoLockstep(group, reduction.reducer)
     net = _linear(seed=0)
     for p in net.parameters():
         p.grad = torch.full_like(p, float(rank + 1))
@@ -94,7 +94,7 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     else:
         rewards.update(torch.tensor([[40.0]]))
     lockstep.merge_meter(rewards, (1,))
-    lockstep.telemetry.record(
+    telemetry.record(
         epoch=3, max_epochs=9, epoch_seconds=0.5 * (rank + 1), reward=None, writer=None
     )
     return {

@@ -44,6 +44,27 @@ def test_mpl_places_and_leaders():
 
 
 @pytest.mark.parametrize(
+    ("layout", "k", "expected"),
+    [
+        (GmiLayout(1, 1, 4), 2, GmiLayout(1, 1, 2)),  # part of the only device
+        (GmiLayout(1, 2, 3, leader_slot=2), 2, GmiLayout(1, 1, 2)),  # leader slot 2 is gone
+        (GmiLayout(1, 3, 2, leader_slot=1), 4, GmiLayout(1, 2, 2, leader_slot=1)),
+        (GmiLayout(2, 2, 2), 4, GmiLayout(1, 2, 2)),  # the first node, whole
+    ],
+)
+def test_the_first_gmis_form_a_layout_of_their_own(layout, k, expected):
+    first = layout.first(k)
+    assert first == expected
+    assert sorted(g for row in first.mpl() for g in row) == list(range(k))
+
+
+@pytest.mark.parametrize(("layout", "k"), [(GmiLayout(1, 2, 3), 4), (GmiLayout(2, 2, 2), 6)])
+def test_first_gmis_that_split_a_device_or_span_nodes_are_refused(layout, k):
+    with pytest.raises(ValueError, match="whole devices"):
+        layout.first(k)
+
+
+@pytest.mark.parametrize(
     "cores,devices,per_device,expected",
     [
         ([0, 1], 1, 1, [[0, 1]]),

@@ -9,9 +9,11 @@ import re
 import signal
 
 import pytest
+import torch
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run, run
+from isaacgymenvs_gmi.runners.async_ppo.team import Vote, tally
 from tests.gmi.launched_run import LaunchedRun
 
 NO_GPU = (False, ("cpu",), False)
@@ -159,6 +161,51 @@ def test_bad_async_input_is_refused_before_start_naming_the_key(compose_cfg, ove
     assert err.value.key == key
 
 
+def test_several_trainers_are_refused_in_serial_mode(compose_cfg):
+    serial = ("gmi.trainers=2", "gmi.async.serial=true")
+    cfg = compose_cfg("task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", *serial)
+    with pytest.raises(ConfigError, match="serial") as err:
+        plan_run(cfg, platform=NO_GPU)
+    assert err.value.key == "gmi.trainers"
+
+
+def test_trainers_train_when_all_hold_a_batch_and_stop_when_any_says_so():
+    rows = torch.tensor([[1, 0, 0], [1, 0, 0]])
+    assert tally(rows) == Vote(train=True, signum=None, finish=False)
+    assert tally(torch.tensor([[1, 0, 0], [0, 0, 0]])).train is False
+    assert tally(torch.tensor([[0, 15, 0], [1, 2, 0]])).signum == 15
+    assert tally(torch.tensor([[0, 0, 0], [1, 0, 1]])).finish is True
+
+
 def test_async_needs_two_gmis(compose_cfg):
     with pytest.raises(ConfigError, match="at least 2 GMIs"):
         plan_run(compose_cfg("task=Cartpole", "gmi.mode=async"), platform=NO_GPU)
+
+
+def test_two_trainers_stay_identical_learn_and_stop_together(tmp_path):
+    """2 trainers + 2 actors: the trainers average gradients through the layout's reducer and
+    prove identical every 10 epochs; a SIGTERM to the second trainer alone stops both at the
+    same vote, with a final checkpoint and every transition accounted for."""
+    before = segments()
+    run = LaunchedRun(
+        tmp_path,
+        "task=Cartpole",
+        "gmi.per_gpu=4",
+        "gmi.mode=async",
+        "gmi.trainers=2",
+        "max_iterations=400",
+    )
+    run.wait_for("epoch 60/400", 240)
+    os.kill(run.gmi_pids()[1], signal.SIGTERM)
+    code = run.finish(120)
+    text = run.text("out") + run.text("err")
+    assert "async roles: 2 trainer(s), 2 actor(s)" in text
+    assert "replicas identical at 'after 40 epochs' on 2 GMIs" in text
+    epochs = int(re.findall(r"replicas identical at 'end of training, (\d+) epochs'", text)[0])
+    assert 60 <= epochs < 400 and "stopped by SIGTERM" in text, (code, text[-3000:])
+    produced, consumed, dropped, in_flight = balance(run)
+    assert consumed == epochs * 2 * 16 * 512  # both trainers trained every epoch
+    assert produced == consumed + dropped + in_flight
+    got = rewards(run)
+    assert min(got[:5]) < 50 and max(got[-5:]) > 150, got
+    assert run.checkpoints() and run.leftovers() == [] and segments() <= before

@@ -5,19 +5,25 @@ GMI meets once at a start-up barrier, and from then on they share only memory: n
 couples an actor to the others, so an actor that dies does not stop the run (the launcher
 reports it; see :mod:`isaacgymenvs_gmi.gmi.supervise`). The first trainer ends the run: it tells
 the actors to stop, waits for them, counts what is still in flight and prints the balance
-``produced = consumed + dropped for lag + in flight at stop``. Without a group (``serial``)
+``produced = consumed + dropped for lag + in flight at stop``. Several trainers
+(``gmi.trainers``) also form a group of their own, with the layout's gradient reduction, and
+train in step as replicas of one learner (:mod:`.team`). Without a group (``serial``)
 every role runs in this one process over private memory, in turn.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
 
 from .roles import AsyncRoles
+
+if TYPE_CHECKING:
+    from .team import TrainerTeam
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +39,9 @@ def run_async_ppo(ctx: GmiContext) -> RunResult | None:
     if rank == 0:
         say(roles.describe(plan.layout))
     _prepare(plan, rank)
+    team = _join_trainers(ctx, roles)
     if roles.is_trainer(rank):
-        return _trainer(ctx, roles)
+        return _trainer(ctx, roles, team)
     _actor(ctx, roles)
     return None
 
@@ -48,7 +55,36 @@ def _prepare(plan, rank: int) -> None:
     seed_everything(plan.seed + rank, plan.train.torch_deterministic)
 
 
-def _trainer(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
+def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
+    """With several trainers, their group and gradient reduction over the trainers' layout
+    (:meth:`AsyncRoles.trainer_layout`); collective: actors take part in creating the groups
+    and get None, as does the only trainer."""
+    if len(roles.trainers) == 1:
+        return None
+    from isaacgymenvs_gmi.comm import build_gradient_reduction
+    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
+
+    from .team import TrainerTeam
+
+    plan, group = ctx.plan, ctx.group
+    trainers = group.leading(len(roles.trainers), "trainers")
+    reduction = build_gradient_reduction(
+        group.rank,
+        roles.trainer_layout(plan.layout),
+        comm=plan.gmi.comm,
+        intra_device=plan.gmi.intra_device,
+        store=group.store,
+        timeout_s=group.timeout_s,
+        device=ctx.resources.rl_device,
+        backend=plan.gmi_backend,
+        report=say if group.rank == 0 else None,
+    )
+    if trainers is None or reduction is None:
+        return None
+    return TrainerTeam(PpoLockstep(trainers, reduction.reducer))
+
+
+def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> RunResult:
     from isaacgymenvs_gmi.channels import flatten
 
     from .links import open_trainer_links
@@ -56,11 +92,11 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
 
     plan, rank, group = ctx.plan, ctx.rank, ctx.group
     lead = rank == roles.trainers[0]
-    agent, modules = build_trainer(ctx, rank, lead)
+    agent, modules = build_trainer(ctx, rank, lead, team.lockstep if team else None)
     numel = flatten(modules).numel()
     links = open_trainer_links(rank, roles, route_shape_for(plan), numel, group.store)
     try:
-        loop = trainer_loop(ctx, agent, modules, links, lead, ctx.stop_signal)
+        loop = trainer_loop(ctx, agent, modules, links, lead, ctx.stop_signal, team)
         group.startup_barrier("async channels open")
     finally:
         links.unlink()  # every GMI has mapped them (or the run is failing): no names left

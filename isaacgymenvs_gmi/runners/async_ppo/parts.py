@@ -18,11 +18,13 @@ from isaacgymenvs_gmi.channels import (
 from isaacgymenvs_gmi.comm.store import Store
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
+from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
 
 from .actor import ActorLoop
 from .agents import build_agent, policy_modules
 from .links import ActorLinks, TrainerLinks, open_actor_links
 from .roles import AsyncRoles
+from .team import TrainerTeam
 from .trainer_loop import TrainerLoop
 
 
@@ -52,8 +54,11 @@ def _threads() -> int:
     return available_cores()
 
 
-def build_trainer(ctx: GmiContext, gmi: int, lead: bool) -> tuple[Any, list]:
-    """The trainer's rl-games agent (resumed from the plan's checkpoint) and its modules."""
+def build_trainer(
+    ctx: GmiContext, gmi: int, lead: bool, lockstep: PpoLockstep | None = None
+) -> tuple[Any, list]:
+    """The trainer's rl-games agent (resumed from the plan's checkpoint) and its modules;
+    ``lockstep``: what keeps it identical with the other trainers, if there are others."""
     from .trainer import AsyncPpoAgent
 
     plan, settings = ctx.plan, ctx.plan.gmi.async_
@@ -64,7 +69,11 @@ def build_trainer(ctx: GmiContext, gmi: int, lead: bool) -> tuple[Any, list]:
         threads=_threads(),
         train_dir=None if lead else ctx.scratch_dir,
         make=lambda **kw: AsyncPpoAgent(
-            rho_bar=settings.rho_bar, c_bar=settings.c_bar, anchor=settings.anchor, **kw
+            rho_bar=settings.rho_bar,
+            c_bar=settings.c_bar,
+            anchor=settings.anchor,
+            lockstep=lockstep,
+            **kw,
         ),
     )
     if plan.checkpoint:
@@ -73,7 +82,13 @@ def build_trainer(ctx: GmiContext, gmi: int, lead: bool) -> tuple[Any, list]:
 
 
 def trainer_loop(
-    ctx: GmiContext, agent: Any, modules: list, links: TrainerLinks, lead: bool, stop
+    ctx: GmiContext,
+    agent: Any,
+    modules: list,
+    links: TrainerLinks,
+    lead: bool,
+    stop,
+    team: TrainerTeam | None = None,
 ) -> TrainerLoop:
     plan = ctx.plan
     actors = sorted(links.routes)
@@ -87,7 +102,7 @@ def trainer_loop(
         plan.gmi.async_.max_lag,
         ledger,
     )
-    return TrainerLoop(agent, modules, links, collector, batcher, ledger, stop, lead)
+    return TrainerLoop(agent, modules, links, collector, batcher, ledger, stop, lead, team)
 
 
 def build_actor(

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from isaacgymenvs_gmi.runners.lockstep import PpoLockstep, ReplicatedPpo, announce
 from isaacgymenvs_gmi.runners.sync_ppo.stopping import StoppableAgent
 
 from .vtrace import next_values_for, vtrace
@@ -56,7 +57,7 @@ def rlgames_batch(batch: dict[str, torch.Tensor], device: str, waited_s: float) 
     return out
 
 
-class AsyncPpoAgent(StoppableAgent):
+class AsyncPpoAgent(ReplicatedPpo, StoppableAgent):
     """``a2c_continuous`` trained from the channels (see the module docstring).
 
     Args:
@@ -67,6 +68,9 @@ class AsyncPpoAgent(StoppableAgent):
             min(rho_bar, pi/mu)), or ``behaviour``, the actor's policy mu that chose the
             action, as in plain PPO; with lagged data the latter clips more and inflates the
             KL that rl-games' adaptive schedule cuts the learning rate for.
+        lockstep: with several trainers, what keeps this one identical with the others
+            (gradients averaged, statistics synchronised, GMI 0's initial weights); None
+            for the only trainer.
     """
 
     def __init__(
@@ -77,6 +81,7 @@ class AsyncPpoAgent(StoppableAgent):
         rho_bar: float = 1.0,
         c_bar: float = 1.0,
         anchor: str = "proximal",
+        lockstep: PpoLockstep | None = None,
         **kw,
     ):
         super().__init__(base_name, params, **kw)
@@ -85,6 +90,9 @@ class AsyncPpoAgent(StoppableAgent):
         self.vec_env = _NoEnv()
         self._batch: dict[str, Any] | None = None
         self.last_rhos: torch.Tensor | None = None
+        if lockstep is not None:
+            announce(lockstep.group, self.replicate(lockstep))
+            self.share_initial_weights()
 
     def feed(self, batch: dict[str, torch.Tensor], waited_s: float = 0.0) -> None:
         """The batch the next epoch trains on (kind -> (T, N, ...) tensors)."""
@@ -164,7 +172,7 @@ class AsyncPpoAgent(StoppableAgent):
         batch_dict["returns"] = flat(values + targets.advantages)
         if self.anchor == "proximal":  # clip and measure KL against the policy as it is now
             batch_dict.update(self._proximal)
-        super().prepare_dataset(batch_dict)
+        super().prepare_dataset(batch_dict)  # with several trainers: union advantage moments
         value_targets = flat(targets.values)
         if self.normalize_value:
             value_targets = self.value_mean_std(value_targets)  # eval mode after super()

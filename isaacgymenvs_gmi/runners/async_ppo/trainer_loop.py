@@ -1,6 +1,6 @@
-"""A trainer's loop: take chunks, train when a batch is whole, publish the new policy, keep
-rl-games' run bookkeeping (summaries, best and last checkpoints, epoch and frame limits), and
-at the end account for every chunk the actors produced."""
+"""A trainer's loop: take chunks, train when a batch is whole (on every trainer, with several),
+publish the new policy, keep rl-games' run bookkeeping (summaries, best and last checkpoints,
+epoch and frame limits), and at the end account for every chunk the actors produced."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ from isaacgymenvs_gmi.gmi.stop import signal_name
 from isaacgymenvs_gmi.runners.result import RunResult
 
 from .links import TrainerLinks
+from .team import SoloTrainer, TrainerTeam
 from .telemetry import AsyncTelemetry, progress_line
 
 log = logging.getLogger(__name__)
 IDLE_SLEEP_S = 0.0005
 ACTORS_STOP_TIMEOUT_S = 30.0
+CHECK_EVERY = 10  # epochs between replica fingerprint checks (several trainers)
 
 
 class TrainerLoop:
@@ -32,6 +34,7 @@ class TrainerLoop:
     Args:
         should_stop: the stop signal this GMI received (graceful stop), or None.
         lead: this is the first trainer: it publishes weights, logs and writes checkpoints.
+        team: the other trainers (:class:`~.team.TrainerTeam`), or the only trainer.
     """
 
     def __init__(
@@ -44,10 +47,13 @@ class TrainerLoop:
         ledger: Ledger,
         should_stop: Callable[[], int | None],
         lead: bool,
+        team: TrainerTeam | SoloTrainer | None = None,
     ):
         self.agent, self.modules, self.links = agent, modules, links
         self.collector, self.batcher, self.ledger = collector, batcher, ledger
         self.should_stop, self.lead = should_stop, lead
+        self.team = team or SoloTrainer()
+        self.actors = sorted(links.routes)
         self.version = 0
         self._flat = flatten(modules)
         self.telemetry = AsyncTelemetry()
@@ -56,7 +62,9 @@ class TrainerLoop:
         self.mean_reward: float | None = None
         self.mean_length: float | None = None
         self.stopped_by: int | None = None
-        self.finished = False
+        self.finished = False  # agreed by every trainer
+        self._done = False  # this trainer's own decision (limits, score to win)
+        self._held: dict[str, torch.Tensor] | None = None  # a whole batch, until all have one
         self.rates = None
         agent.init_tensors()
         agent.last_mean_rewards = -1e9
@@ -67,21 +75,31 @@ class TrainerLoop:
             self.links.board.publish(flatten(self.modules, self._flat), self.version)
 
     def produced(self) -> dict[int, int]:
+        """Transitions each actor sent to this trainer."""
         return {a: r.control(PRODUCED_TRANSITIONS) for a, r in self.links.routes.items()}
 
     # --- one turn ----------------------------------------------------------------------------
     def step(self) -> bool:
-        """Take what arrived and train one epoch if a batch is whole; returns whether it
-        trained. Sets ``finished`` when the run is over."""
+        """Take what arrived and train one epoch if a batch is whole (on every trainer);
+        returns whether it trained. Sets ``finished`` once the trainers agree the run is over.
+        With several trainers this is collective: each calls it in turn."""
         signum = self.should_stop()
-        if signum is not None and self.stopped_by is None:
-            self.stopped_by, self.finished = signum, True
+        if self._held is None and not self._done and signum is None:
+            if self.batcher.waiting() < self.batcher.per_batch:  # bounded: rings hold the rest
+                self.batcher.add(self.collector.poll())
+            self._held = self.batcher.next_batch(self.version)
+        vote = self.team.vote(self._held is not None, signum, self._done)
+        if vote.signum is not None or vote.finish:
+            if vote.signum is not None and self.stopped_by is None:
+                self.stopped_by = vote.signum
+            if self._held is not None:  # taken, never trained on
+                self.batcher.put_back(self._held)
+                self._held = None
+            self.finished = True
             return False
-        if self.batcher.waiting() < self.batcher.per_batch:  # bounded: the rings hold the rest
-            self.batcher.add(self.collector.poll())
-        batch = self.batcher.next_batch(self.version)
-        if batch is None:
+        if not vote.train:
             return False
+        batch, self._held = self._held, None
         self._train(batch)
         return True
 
@@ -105,23 +123,45 @@ class TrainerLoop:
         self.version += 1
         self.publish()
         self._last_trained = time.perf_counter()
-        frames = int(batch["rewards"].numel())
+        frames = int(batch["rewards"].numel()) * self.team.size  # every trainer took a batch
         agent.frame += frames
         epoch = agent.epoch_num
+        self.team.merge_meters(agent)
+        if epoch % CHECK_EVERY == 0:
+            self.team.check_same(agent, f"after {epoch} epochs")
         reward = None
         if agent.game_rewards.current_size > 0:
             reward = float(agent.game_rewards.get_mean().reshape(-1)[0])
             self.mean_reward = reward
             self.mean_length = float(agent.game_lengths.get_mean().reshape(-1)[0])
-        self.rates = self.telemetry.sample(self.produced(), self.ledger.consumed)
+        produced, consumed, dropped, depth = self._run_counters()
+        self.rates = self.telemetry.sample(produced, consumed)
         if self.lead:
-            self._report(result, seconds, frames, reward)
+            self._report(result, seconds, frames, reward, dropped, depth)
         if agent.max_epochs != -1 and epoch >= agent.max_epochs:
-            self.finished = True
+            self._done = True
         if agent.max_frames != -1 and agent.frame >= agent.max_frames:
-            self.finished = True
+            self._done = True
 
-    def _report(self, result: tuple, seconds: float, frames: int, reward: float | None) -> None:
+    def _run_counters(self) -> tuple[dict[int, int], int, int, int]:
+        """Over every trainer: (transitions each actor produced, transitions trained on,
+        transitions dropped, chunks queued)."""
+        mine = self.produced()
+        depth = self.collector.depth() + self.batcher.waiting()
+        ledger = self.ledger
+        row = [*(mine[a] for a in self.actors), ledger.consumed, ledger.dropped, depth]
+        *produced, consumed, dropped, depth = self.team.gather(torch.tensor(row)).sum(0).tolist()
+        return dict(zip(self.actors, produced, strict=True)), consumed, dropped, depth
+
+    def _report(
+        self,
+        result: tuple,
+        seconds: float,
+        frames: int,
+        reward: float | None,
+        dropped: int,
+        depth: int,
+    ) -> None:
         agent, epoch = self.agent, self.agent.epoch_num
         total = time.perf_counter() - self.started
         step_time, play_time, update_time, _, a_l, c_l, b_l, ent, kls, last_lr, lr_mul = result
@@ -142,8 +182,7 @@ class TrainerLoop:
             play_time,
             frames,
         )
-        lag = self.batcher.lag
-        depth = self.collector.depth() + self.batcher.waiting()
+        lag = self.batcher.lag  # this trainer's
         writer = agent.writer
         rates = self.rates
         for tag, value in (
@@ -151,7 +190,7 @@ class TrainerLoop:
             ("async/ttop", rates.ttop),
             ("async/env_steps_per_s", rates.pps),
             ("async/queue_depth", depth),
-            ("async/dropped_transitions", self.ledger.dropped),
+            ("async/dropped_transitions", dropped),
             ("async/policy_version", self.version),
         ):
             writer.add_scalar(tag, value, agent.frame)
@@ -176,7 +215,7 @@ class TrainerLoop:
                 rates,
                 (lag.low, lag.mean, lag.high),
                 depth,
-                self.ledger.dropped,
+                dropped,
                 reward,
             )
         )
@@ -189,7 +228,7 @@ class TrainerLoop:
             win = agent.config.get("score_to_win")
             if win is not None and reward > win:
                 say(f"score_to_win {win} reached: {reward:.2f}")
-                self.finished = True
+                self._done = True
 
     # --- the end -----------------------------------------------------------------------------
     def stop_actors(self, timeout_s: float) -> list[int]:
@@ -210,9 +249,9 @@ class TrainerLoop:
         Returns (produced, (consumed, dropped, in flight), balance line)."""
         self.batcher.add(self.collector.poll())
         self.batcher.drain()
-        produced = sum(self.produced().values())
-        totals = self.ledger.totals()
-        return produced, totals, balance_line(produced, *totals)
+        mine = torch.tensor([sum(self.produced().values()), *self.ledger.totals()])
+        produced, *totals = (int(n) for n in self.team.gather(mine).sum(0))
+        return produced, tuple(totals), balance_line(produced, *totals)
 
     def finish(self) -> RunResult:
         """Stop the actors, account for every chunk, write the last checkpoint, report."""
@@ -222,6 +261,8 @@ class TrainerLoop:
                 "actor GMI(s) %s did not stop in time; their chunks count as in flight", stuck
             )
         produced, (consumed, dropped, in_flight), line = self.account()
+        lags = self._lag_histogram()
+        self.team.check_same(self.agent, f"end of training, {self.agent.epoch_num} epochs")
         checkpoint = self.save_last()
         agent = self.agent
         if self.lead:
@@ -246,9 +287,19 @@ class TrainerLoop:
                 "consumed": consumed,
                 "dropped": dropped,
                 "in_flight": in_flight,
-                "lag": dict(sorted(self.batcher.lag.histogram.items())),
+                "lag": lags,
             },
         )
+
+    def _lag_histogram(self) -> dict[int, int]:
+        """Lag -> chunks trained on, over every trainer."""
+        mine = self.batcher.lag.histogram
+        width = int(self.team.gather(torch.tensor([max(mine, default=-1) + 1])).max())
+        counts = torch.zeros(width, dtype=torch.int64)
+        for lag, n in mine.items():
+            counts[lag] = n
+        total = self.team.gather(counts).sum(0) if width else counts
+        return {lag: int(n) for lag, n in enumerate(total.tolist()) if n}
 
     def save_last(self) -> str | None:
         if not self.lead:

@@ -14,7 +14,9 @@ from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.runners.result import RunResult
 
 if TYPE_CHECKING:
-    from .lockstep import PpoLockstep
+    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
+
+    from .telemetry import EpochTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -25,12 +27,12 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
     return _train(ctx, lockstep)
 
 
-def _lockstep(ctx: GmiContext) -> PpoLockstep:
+def _lockstep(ctx: GmiContext) -> tuple[PpoLockstep, EpochTelemetry]:
     """This GMI's gradient reduction, statistics merging and telemetry (collective)."""
     from isaacgymenvs_gmi.comm import build_gradient_reduction
     from isaacgymenvs_gmi.gmi.status import say
+    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
 
-    from .lockstep import PpoLockstep
     from .telemetry import EpochTelemetry
 
     plan, group = ctx.plan, ctx.group
@@ -48,10 +50,10 @@ def _lockstep(ctx: GmiContext) -> PpoLockstep:
     telemetry = EpochTelemetry(
         plan.num_envs, plan.train.horizon_length, group.rank, group.all_gather_vector
     )
-    return PpoLockstep(group, reduction.reducer, telemetry)
+    return PpoLockstep(group, reduction.reducer), telemetry
 
 
-def _train(ctx: GmiContext, lockstep: PpoLockstep | None) -> RunResult:
+def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None) -> RunResult:
     from rl_games.torch_runner import Runner
 
     from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
@@ -110,10 +112,15 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None) -> RunResult:
     if lockstep is not None:
         from .agent import GmiPpoAgent
 
+        steps, telemetry = lockstep
         runner.algo_factory.register_builder(
             "a2c_continuous",
             lambda **kw: GmiPpoAgent(
-                lockstep=lockstep, before_epoch=ctx.before_epoch, should_stop=ctx.should_stop, **kw
+                lockstep=steps,
+                telemetry=telemetry,
+                before_epoch=ctx.before_epoch,
+                should_stop=ctx.should_stop,
+                **kw,
             ),
         )
     else:

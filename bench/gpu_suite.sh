@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Everything that needs a CUDA GPU, in one go: the machine's facts, the GPU-marked tests, then the
+# GPU benchmarks. Each step has its own time limit so one hang cannot eat the rest; a log of
+# every step and an archive of bench/results land in OUTDIR.
+#
+#   bash bench/gpu_suite.sh OUTDIR [STEP ...]     (steps: facts tests reduction mjx)
+set -uo pipefail
+out=${1:?usage: bench/gpu_suite.sh OUTDIR [STEP ...]}
+shift
+steps=${*:-facts tests reduction mjx}
+py=${PYTHON:-python3}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+
+step() {  # step NAME SECONDS CMD...: runs CMD under a limit, logging to OUTDIR/NAME.log
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name (limit ${limit}s): $*"
+    local t0=$SECONDS
+    timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc after $((SECONDS - t0))s"
+    tail -n 25 "$out/$name.log"
+}
+
+for s in $steps; do
+    case $s in
+    facts)
+        step facts 120 bash -c "nvidia-smi; nvidia-smi -q | grep -iE 'MIG Mode|Compute Mode' -A1; \
+$py -c 'import torch, jax, mujoco; print(\"torch\", torch.__version__, torch.version.cuda, \
+torch.cuda.get_device_name(0)); print(\"jax\", jax.__version__, jax.devices()); \
+print(\"mujoco\", mujoco.__version__)'; which nvidia-cuda-mps-control"
+        ;;
+    tests) step tests "${TESTS_LIMIT:-420}" "$py" -m pytest -m gpu -v -p no:cacheprovider --timeout 300 tests ;;
+    reduction) step reduction 400 "$py" bench/intra_gpu_reduction.py --epochs 20 --repeats 1 ;;
+    mjx) step mjx 300 "$py" bench/env_throughput.py --tasks Ant Humanoid --rounds 1 --steps 10 ;;
+    *) echo "unknown step $s" ;;
+    esac
+done
+tar -czf "$out/results.tgz" bench/results
