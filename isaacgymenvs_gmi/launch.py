@@ -178,9 +178,11 @@ def _check_mode(
                 gmi.trainers,
                 "must be 1 with gmi.async.serial=true (one process runs one trainer)",
             )
-    if layout.num_nodes > 1:
+    if gmi.async_.serial and gmi.async_.transport != "auto":
         raise ConfigError(
-            "gmi.mode", "async", "runs on one node in this version (channels are node-local)"
+            "gmi.async.transport",
+            gmi.async_.transport,
+            "must be auto with gmi.async.serial=true (one process: in-process channels)",
         )
     actors = world - gmi.trainers
     if gmi.async_.min_actors > actors:

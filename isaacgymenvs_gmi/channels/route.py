@@ -180,6 +180,20 @@ class Ring:
         """Give the oldest slot back to the producer (one credit)."""
         self._counters[LINE // 8] = self.tail + 1
 
+    # --- mirroring: a copy of the ring at the other end of a network link (:mod:`.p2p`) ----
+    def slot(self, block: int) -> torch.Tensor:
+        """(slot_bytes,) uint8, contiguous: the whole slot (header and data) of the ``block``-th
+        block since the start."""
+        return self._slots[block % self.shape.capacity]
+
+    def mirror_published(self) -> None:
+        """The consumer's copy: the slot at ``head`` now holds the producer's next block."""
+        self._counters[0] = self.head + 1
+
+    def mirror_released(self, tail: int) -> None:
+        """The producer's copy: the consumer has released every block before ``tail``."""
+        self._counters[LINE // 8] = tail
+
 
 def wait_until(ready: Callable[[], bool], abort: Callable[[], bool]) -> None:
     """Spin, then sleep with back-off, until ``ready()``; raises :class:`ChannelClosed` when

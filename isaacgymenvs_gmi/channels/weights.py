@@ -101,6 +101,11 @@ class WeightsBoard:
         self._words[word * LINE // 8] = value
 
     @property
+    def published(self) -> bool:
+        """Whether a policy was ever published here (a fresh board holds zeros)."""
+        return self._get(SEQ) > 0
+
+    @property
     def version(self) -> int:
         """The version published last (0 before the first)."""
         return self._get(VERSION)

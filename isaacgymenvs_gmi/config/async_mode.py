@@ -59,6 +59,9 @@ class AsyncSettings:
             waits when they are used up (back-pressure).
         serial: run every actor and trainer of the layout in this one process, in turn, over
             the in-process channel (for a debugger or tests; slow).
+        transport: how routes and weights travel between an actor and a trainer: ``auto``
+            (shared memory inside a node, torch.distributed point to point across nodes) or
+            ``p2p`` (point to point everywhere: to measure it, or to test it on one node).
     """
 
     max_lag: int = DEFAULT_MAX_LAG
@@ -70,6 +73,7 @@ class AsyncSettings:
     deadline_ms: int = 50
     ring_slots: int = 2
     serial: bool = False
+    transport: str = "auto"
 
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str = "gmi.async") -> AsyncSettings:
@@ -106,6 +110,9 @@ class AsyncSettings:
                 f"{prefix}.ring_slots", given.get("ring_slots", d.ring_slots), minimum=1
             ),
             serial=serial,
+            transport=check_choice(
+                f"{prefix}.transport", given.get("transport", d.transport), ("auto", "p2p")
+            ),
         )
 
 

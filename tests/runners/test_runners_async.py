@@ -7,14 +7,18 @@ import math
 import os
 import re
 import signal
+import socket
+import subprocess
+import sys
 
 import pytest
 import torch
 
+from isaacgymenvs_gmi.comm.signed_store import SECRET_ENV
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run, run
 from isaacgymenvs_gmi.runners.async_ppo.team import Vote, tally
-from tests.gmi.launched_run import LaunchedRun
+from tests.gmi.launched_run import ROOT, LaunchedRun
 
 NO_GPU = (False, ("cpu",), False)
 BALANCE = re.compile(
@@ -152,6 +156,7 @@ def test_serial_mode_runs_every_role_in_one_process(compose_cfg, tmp_path):
         ("gmi.async.chunk_steps=5", "gmi.async.chunk_steps"),
         ("+train.params.network.rnn.name=lstm", "train.params.network.rnn"),
         ("serve.record=/etc/hostname/recording", "serve.record"),
+        ("gmi.async.transport=rdma", "gmi.async.transport"),
     ],
 )
 def test_bad_async_input_is_refused_before_start_naming_the_key(compose_cfg, override, key):
@@ -209,3 +214,73 @@ def test_two_trainers_stay_identical_learn_and_stop_together(tmp_path):
     got = rewards(run)
     assert min(got[:5]) < 50 and max(got[-5:]) > 150, got
     assert run.checkpoints() and run.leftovers() == [] and segments() <= before
+
+
+def test_point_to_point_routes_learn_and_survive_a_killed_actor(tmp_path):
+    """gmi.async.transport=p2p: every route and the weights go through gloo send/recv, as
+    between nodes; an actor killed mid-run breaks only its own links."""
+    run = LaunchedRun(
+        tmp_path,
+        "task=Cartpole",
+        "gmi.per_gpu=3",
+        "gmi.mode=async",
+        "gmi.async.transport=p2p",
+        "max_iterations=50",
+    )
+    run.wait_for("epoch 20/50", 180)
+    os.kill(run.gmi_pids()[2], signal.SIGKILL)
+    assert run.finish(240) == 0, run.text("err")[-3000:]
+    text = run.text("out") + run.text("err")
+    assert "2 actor route(s) (2 point to point)" in text
+    assert "the run goes on with 1 of 2 actor GMIs" in text and "epoch 50/50" in text
+    produced, consumed, dropped, in_flight = balance(run)
+    assert consumed == 50 * 16 * 512 and produced == consumed + dropped + in_flight
+    got = rewards(run)
+    assert min(got[:5]) < 50 and max(got[-5:]) > 150, got
+    assert run.leftovers() == []
+
+
+def test_torchrun_two_nodes_train_async_across_them(tmp_path):
+    """Two torchrun nodes of 2 GMIs on this machine: node 0 holds the trainer and an actor
+    (shared memory), node 1 two actors whose routes and weights cross nodes point to point."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes=2",
+        "--nproc_per_node=2",
+        "--rdzv_backend=c10d",
+        f"--rdzv_endpoint=127.0.0.1:{port}",
+        "--rdzv_id=gmi-async-test",
+        "train.py",
+        "task=Cartpole",
+        "gmi.mode=async",
+        "max_iterations=40",
+        f"train_dir={tmp_path / 'runs'}",
+    ]
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), SECRET_ENV: "6f" * 16}
+    nodes = [
+        subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    try:
+        outs = [n.communicate(timeout=400) for n in nodes]
+    finally:
+        for n in nodes:
+            n.kill() if n.poll() is None else None
+    text = "".join(o + e for o, e in outs)
+    assert all(n.returncode == 0 for n in nodes), text[-4000:]
+    assert "async roles: 1 trainer(s), 3 actor(s)" in text
+    assert "3 actor route(s) (2 point to point)" in text
+    found = BALANCE.findall(text)
+    produced, consumed, dropped, in_flight = (_number(x) for x in found[-1])
+    assert consumed == 40 * 16 * 512 and produced == consumed + dropped + in_flight
+    got = [float(x) for x in re.findall(r"\| reward (-?[\d.]+)", text)]
+    assert max(got[-5:]) > min(got[:5]) + 50, got

@@ -86,32 +86,45 @@ def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
 
 def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> RunResult:
     from isaacgymenvs_gmi.channels import flatten
+    from isaacgymenvs_gmi.channels.p2p import TorchPointToPoint
 
     from .links import open_trainer_links
-    from .parts import build_trainer, route_shape_for, trainer_loop
+    from .parts import build_trainer, remote_peers, route_shape_for, trainer_loop
 
     plan, rank, group = ctx.plan, ctx.rank, ctx.group
     lead = rank == roles.trainers[0]
     agent, modules = build_trainer(ctx, rank, lead, team.lockstep if team else None)
     numel = flatten(modules).numel()
-    links = open_trainer_links(rank, roles, route_shape_for(plan), numel, group.store)
+    remote = remote_peers(plan, rank, roles.actors)
+    links = open_trainer_links(rank, roles, route_shape_for(plan), numel, group.store, remote)
     try:
         loop = trainer_loop(ctx, agent, modules, links, lead, ctx.stop_signal, team)
         group.startup_barrier("async channels open")
     finally:
         links.unlink()  # every GMI has mapped them (or the run is failing): no names left
-    say(f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s), policy {numel:,} values")
+    links.connect(TorchPointToPoint())
+    point_to_point = f" ({len(remote)} point to point)" if remote else ""
+    say(
+        f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s){point_to_point}, "
+        f"policy {numel:,} values"
+    )
     loop.run()
-    return loop.finish()
+    result = loop.finish()
+    links.close()
+    return result
 
 
 def _actor(ctx: GmiContext, roles: AsyncRoles) -> None:
+    from isaacgymenvs_gmi.channels.p2p import TorchPointToPoint
+
     from .parts import open_actor
 
-    actor, env = open_actor(ctx, roles, ctx.group.store)
+    actor, env, links = open_actor(ctx, roles, ctx.group.store)
     ctx.group.startup_barrier("async channels open")
     try:
+        links.connect(TorchPointToPoint())
         actor.run()
+        links.close()
     finally:
         env.close()
     log.info("GMI %d: actor stopped after %d env steps", ctx.rank, actor.steps)

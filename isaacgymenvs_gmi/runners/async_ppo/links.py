@@ -1,19 +1,34 @@
 """The channels between an async run's GMIs: a route from every actor to every trainer and the
-first trainer's weights board, in shared memory (GMIs in processes) or private memory (every
-role in one process, the twin). Trainers make them and publish where they are in the run's
-signed store; actors attach; the names are removed once everyone has mapped them, so nothing
-is left behind whatever happens next."""
+first trainer's weights board.
+
+Inside a node they live in shared memory: trainers make them and publish where they are in the
+run's signed store, actors attach, and the names are removed once everyone has mapped them, so
+nothing is left behind whatever happens next. Between nodes (or everywhere with
+``gmi.async.transport=p2p``) each end keeps a private copy that point-to-point pumps mirror
+(:mod:`isaacgymenvs_gmi.channels.p2p`), started by :meth:`connect` once every GMI is ready. In
+one process every role shares private memory (the twin).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 from dataclasses import dataclass, field
 
 from isaacgymenvs_gmi.channels import Route, RouteShape, WeightsBoard
+from isaacgymenvs_gmi.channels.p2p import (
+    BoardReceiver,
+    BoardSender,
+    PointToPoint,
+    RouteDownlink,
+    RouteUplink,
+)
 from isaacgymenvs_gmi.comm.store import Store
 
 from .roles import AsyncRoles
+
+FIRST_WEIGHTS_TIMEOUT_S = 300.0
 
 
 def route_key(actor: int, trainer: int) -> str:
@@ -25,11 +40,14 @@ WEIGHTS_KEY = "async/weights"
 
 @dataclass
 class TrainerLinks:
-    """A trainer's ends: actor -> route, and the weights board (first trainer only)."""
+    """A trainer's ends: actor -> route, and the weights board (first trainer only).
+    ``remote``: the actors reached point to point."""
 
     routes: dict[int, Route]
     board: WeightsBoard | None
     names: list[str] = field(default_factory=list)  # segment paths still to unlink
+    remote: tuple[int, ...] = ()
+    pumps: list = field(default_factory=list)
 
     def unlink(self) -> None:
         for path in self.names:
@@ -37,21 +55,70 @@ class TrainerLinks:
                 os.unlink(path)
         self.names = []
 
+    def connect(self, link: PointToPoint) -> None:
+        """Start mirroring the remote actors' routes (and the board, on the first trainer)."""
+        for actor in self.remote:
+            self.pumps.append(RouteDownlink(self.routes[actor], link, actor))
+            if self.board is not None:
+                self.pumps.append(BoardSender(self.board, link, actor))
+
+    def close(self) -> None:
+        """Send the remote actors the end of every stream (after the run's end)."""
+        for pump in self.pumps:
+            pump.close()
+        self.pumps = []
+
 
 @dataclass
 class ActorLinks:
-    """An actor's ends: one route per trainer (in trainer order) and the weights board."""
+    """An actor's ends: one route per trainer (in the order of ``trainers``, whose first
+    publishes the weights) and the weights board. ``remote``: the trainers reached point to
+    point."""
 
     routes: list[Route]
     board: WeightsBoard
+    trainers: tuple[int, ...] = ()
+    remote: tuple[int, ...] = ()
+    pumps: list = field(default_factory=list)
+
+    def connect(self, link: PointToPoint) -> None:
+        """Start mirroring to the remote trainers; with the first trainer remote, wait for its
+        first policy (a fresh board holds zeros)."""
+        for trainer, route in zip(self.trainers, self.routes, strict=True):
+            if trainer in self.remote:
+                self.pumps.append(RouteUplink(route, link, trainer, self.board.request_stop))
+        if self.trainers and self.trainers[0] in self.remote:
+            receiver = BoardReceiver(self.board, link, self.trainers[0])
+            self.pumps.append(receiver)
+            deadline = time.monotonic() + FIRST_WEIGHTS_TIMEOUT_S
+            while not self.board.published:
+                if receiver.error is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"no policy from the first trainer (GMI {self.trainers[0]})"
+                    ) from receiver.error
+                time.sleep(0.001)
+
+    def close(self) -> None:
+        """Send what is left, then wait for the trainers to end their streams."""
+        for pump in self.pumps:
+            pump.close()
+        self.pumps = []
 
 
 def open_trainer_links(
-    rank: int, roles: AsyncRoles, shape: RouteShape, numel: int, store: Store
+    rank: int,
+    roles: AsyncRoles,
+    shape: RouteShape,
+    numel: int,
+    store: Store,
+    remote: tuple[int, ...] = (),
 ) -> TrainerLinks:
-    links = TrainerLinks({}, None)
+    links = TrainerLinks({}, None, remote=remote)
     try:
         for actor in roles.actors:
+            if actor in remote:
+                links.routes[actor] = Route.in_process(shape)
+                continue
             route, path = Route.create(shape, store, route_key(actor, rank))
             links.routes[actor] = route
             links.names.append(path)
@@ -65,10 +132,24 @@ def open_trainer_links(
 
 
 def open_actor_links(
-    rank: int, roles: AsyncRoles, shape: RouteShape, numel: int, store: Store
+    rank: int,
+    roles: AsyncRoles,
+    shape: RouteShape,
+    numel: int,
+    store: Store,
+    remote: tuple[int, ...] = (),
 ) -> ActorLinks:
-    routes = [Route.attach(shape, store, route_key(rank, t)) for t in roles.trainers]
-    return ActorLinks(routes, WeightsBoard.attach(numel, store, WEIGHTS_KEY))
+    routes = [
+        Route.in_process(shape) if t in remote else Route.attach(shape, store, route_key(rank, t))
+        for t in roles.trainers
+    ]
+    lead = roles.trainers[0]
+    board = (
+        WeightsBoard.in_process(numel)
+        if lead in remote
+        else WeightsBoard.attach(numel, store, WEIGHTS_KEY)
+    )
+    return ActorLinks(routes, board, roles.trainers, remote)
 
 
 def in_process_links(
@@ -83,5 +164,8 @@ def in_process_links(
         )
         for t in roles.trainers
     }
-    actors = {a: ActorLinks([routes[a, t] for t in roles.trainers], board) for a in roles.actors}
+    actors = {
+        a: ActorLinks([routes[a, t] for t in roles.trainers], board, roles.trainers)
+        for a in roles.actors
+    }
     return trainers, actors

@@ -155,8 +155,26 @@ def build_actor(
     return ActorLoop(agent, modules, dispenser, links.board, bootstrap), env
 
 
-def open_actor(ctx: GmiContext, roles: AsyncRoles, store: Store) -> tuple[ActorLoop, Any]:
+def remote_peers(plan: RunPlan, rank: int, peers: tuple[int, ...]) -> tuple[int, ...]:
+    """The ``peers`` GMI ``rank`` reaches point to point: those on other nodes, or all of them
+    with ``gmi.async.transport=p2p``."""
+    if plan.gmi.async_.transport == "p2p":
+        return peers
+    node = plan.layout.place(rank).node
+    return tuple(p for p in peers if plan.layout.place(p).node != node)
+
+
+def open_actor(
+    ctx: GmiContext, roles: AsyncRoles, store: Store
+) -> tuple[ActorLoop, Any, ActorLinks]:
+    """This actor's loop, env and channel ends (remote ones still to :meth:`connect`)."""
     shape = route_shape_for(ctx.plan)
-    return build_actor(
-        ctx, ctx.rank, lambda numel: open_actor_links(ctx.rank, roles, shape, numel, store)
-    )
+    remote = remote_peers(ctx.plan, ctx.rank, roles.trainers)
+    opened: list[ActorLinks] = []
+
+    def links_for(numel: int) -> ActorLinks:
+        opened.append(open_actor_links(ctx.rank, roles, shape, numel, store, remote))
+        return opened[0]
+
+    actor, env = build_actor(ctx, ctx.rank, links_for)
+    return actor, env, opened[0]
