@@ -10,13 +10,15 @@ from collections.abc import Iterable
 import torch
 from rl_games.algos_torch import torch_ext
 
-from isaacgymenvs_gmi.comm import Reducer
+from isaacgymenvs_gmi.comm import Reducer, build_gradient_reduction
 from isaacgymenvs_gmi.comm.buckets import GradientBuckets
+from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.group import GmiGroup
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.patches.central_value_reduction import reduce_critic_gradients
 from isaacgymenvs_gmi.patches.synced_advantages import covered, synced_prepare_dataset
 from isaacgymenvs_gmi.patches.synced_normalizers import sync_normalizers
+from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 
 class PpoLockstep:
@@ -54,6 +56,30 @@ class PpoLockstep:
         self.merge_meter(agent.game_rewards, per_value)
         self.merge_meter(agent.game_shaped_rewards, per_value)
         self.merge_meter(agent.game_lengths, (1,))
+
+
+def build_lockstep(
+    ctx: GmiContext, layout: GmiLayout, group: GmiGroup | None
+) -> PpoLockstep | None:
+    """The lockstep of ``layout``'s GMIs (the run's first ones; all of them in sync PPO) over
+    ``group``, their own group, with the run's ``gmi.comm`` and ``gmi.intra_device``.
+    Collective over the whole run: GMIs outside ``layout`` (``group`` None) take part in
+    creating the groups and get None."""
+    plan, everyone = ctx.plan, ctx.group
+    reduction = build_gradient_reduction(
+        everyone.rank,
+        layout,
+        comm=plan.gmi.comm,
+        intra_device=plan.gmi.intra_device,
+        store=everyone.store,
+        timeout_s=everyone.timeout_s,
+        device=ctx.resources.rl_device,
+        backend=plan.gmi_backend,
+        report=say if everyone.rank == 0 else None,
+    )
+    if group is None or reduction is None:
+        return None
+    return PpoLockstep(group, reduction.reducer)
 
 
 class SyncedScheduler:

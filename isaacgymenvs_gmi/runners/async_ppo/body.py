@@ -57,31 +57,18 @@ def _prepare(plan, rank: int) -> None:
 
 def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
     """With several trainers, their group and gradient reduction over the trainers' layout
-    (:meth:`AsyncRoles.trainer_layout`); collective: actors take part in creating the groups
-    and get None, as does the only trainer."""
-    if len(roles.trainers) == 1:
+    (``GmiLayout.first``); collective: actors take part in creating the groups and get None,
+    as does the only trainer."""
+    k = len(roles.trainers)
+    if k == 1:
         return None
-    from isaacgymenvs_gmi.comm import build_gradient_reduction
-    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
+    from isaacgymenvs_gmi.runners.lockstep import build_lockstep
 
     from .team import TrainerTeam
 
-    plan, group = ctx.plan, ctx.group
-    trainers = group.leading(len(roles.trainers), "trainers")
-    reduction = build_gradient_reduction(
-        group.rank,
-        roles.trainer_layout(plan.layout),
-        comm=plan.gmi.comm,
-        intra_device=plan.gmi.intra_device,
-        store=group.store,
-        timeout_s=group.timeout_s,
-        device=ctx.resources.rl_device,
-        backend=plan.gmi_backend,
-        report=say if group.rank == 0 else None,
-    )
-    if trainers is None or reduction is None:
-        return None
-    return TrainerTeam(PpoLockstep(trainers, reduction.reducer))
+    trainers = ctx.group.leading(k, "trainers")
+    lockstep = build_lockstep(ctx, ctx.plan.layout.first(k), trainers)
+    return None if lockstep is None else TrainerTeam(lockstep)
 
 
 def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> RunResult:

@@ -23,11 +23,6 @@ class AsyncRoles:
     def is_trainer(self, gmi: int) -> bool:
         return gmi in self.trainers
 
-    def trainer_layout(self, layout: GmiLayout) -> GmiLayout:
-        """The trainers' own layout: they are ``layout``'s first GMIs (ValueError when they
-        cannot form one; see :meth:`GmiLayout.first`)."""
-        return layout.first(len(self.trainers))
-
     def describe(self, layout: GmiLayout) -> str:
         """One line per device: its GMIs and their roles."""
         rows = []

@@ -29,28 +29,16 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
 
 def _lockstep(ctx: GmiContext) -> tuple[PpoLockstep, EpochTelemetry]:
     """This GMI's gradient reduction, statistics merging and telemetry (collective)."""
-    from isaacgymenvs_gmi.comm import build_gradient_reduction
-    from isaacgymenvs_gmi.gmi.status import say
-    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
+    from isaacgymenvs_gmi.runners.lockstep import build_lockstep
 
     from .telemetry import EpochTelemetry
 
     plan, group = ctx.plan, ctx.group
-    reduction = build_gradient_reduction(
-        group.rank,
-        plan.layout,
-        comm=plan.gmi.comm,
-        intra_device=plan.gmi.intra_device,
-        store=group.store,
-        timeout_s=group.timeout_s,
-        device=ctx.resources.rl_device,
-        backend=plan.gmi_backend,
-        report=say if group.rank == 0 else None,
-    )
+    lockstep = build_lockstep(ctx, plan.layout, group)
     telemetry = EpochTelemetry(
         plan.num_envs, plan.train.horizon_length, group.rank, group.all_gather_vector
     )
-    return PpoLockstep(group, reduction.reducer), telemetry
+    return lockstep, telemetry
 
 
 def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None) -> RunResult:
