@@ -8,7 +8,13 @@ Throughput: transitions delivered per second from the first to the last chunk. T
 what the channel design changes (number and size of transfers, packing); the end-to-end
 figure, with simulation and training, is ``bench/async_channels.py``.
 
-    python bench/channel_transfer.py [--envs 512] [--chunks 300] [--repeats 3]
+With ``--device cuda`` (GMIs sharing a GPU) the steps are made on the GPU and the consumer needs
+its chunks there, as actors and a trainer on one GPU do; each channel mode then runs over routes
+whose data lives in device memory opened by CUDA IPC (``ipc``) and over host routes (``host``:
+staged through host memory and copied back), and the ratios are multi / uni over IPC and IPC /
+host staging per mode.
+
+    python bench/channel_transfer.py [--envs 512] [--chunks 300] [--repeats 3] [--device cpu]
 """
 
 from __future__ import annotations
@@ -37,11 +43,12 @@ OBS, ACTIONS, CHUNK, SLOTS, PRODUCERS = 60, 8, 16, 2, 2
 KINDS = experience_kinds(OBS, 0, ACTIONS)
 
 
-def shape_for(mode: str, envs: int):
-    return route_shape(channel_specs(mode, KINDS), envs, CHUNK, SLOTS, compress=mode == "multi")
+def shape_for(mode: str, envs: int, path: str = "host"):
+    shape = route_shape(channel_specs(mode, KINDS), envs, CHUNK, SLOTS, compress=mode == "multi")
+    return shape.data_apart() if path == "ipc" else shape
 
 
-def steps(envs: int) -> list[dict[str, torch.Tensor]]:
+def steps(envs: int, device: str = "cpu") -> list[dict[str, torch.Tensor]]:
     out = []
     for t in range(CHUNK):
         step = {}
@@ -52,34 +59,38 @@ def steps(envs: int) -> list[dict[str, torch.Tensor]]:
                 step[kind.name] = torch.full((envs,), t, dtype=torch.int64)
             else:
                 step[kind.name] = torch.randn(envs, *kind.shape)
-        out.append(step)
+        out.append({k: v.to(device) for k, v in step.items()})
     return out
 
 
-def producer(actor: int, mode: str, envs: int, chunks: int, store_path: str) -> None:
+def producer(
+    actor: int, mode: str, envs: int, chunks: int, store_path: str, device: str, path: str
+) -> None:
     torch.set_num_threads(1)
     store = dist.FileStore(store_path, PRODUCERS + 1)
-    route = Route.attach(shape_for(mode, envs), store, f"route/{actor}")
+    where = device if path == "ipc" else "cpu"
+    route = Route.attach(shape_for(mode, envs, path), store, f"route/{actor}", where)
     dispenser = Dispenser(actor, [route], deadline_s=float("inf"), abort=lambda: False)
-    made = steps(envs)
+    made = steps(envs, device)
     for _ in range(chunks):
         for step in made:
             dispenser.push(step)
 
 
-def one_run(mode: str, envs: int, chunks: int) -> float:
+def one_run(mode: str, envs: int, chunks: int, device: str = "cpu", path: str = "host") -> float:
     with tempfile.TemporaryDirectory() as d:
         store_path = os.path.join(d, "store")
         store = dist.FileStore(store_path, PRODUCERS + 1)
-        shape = shape_for(mode, envs)
+        shape = shape_for(mode, envs, path)
         routes, paths = [], []
         for actor in range(PRODUCERS):
-            route, path = Route.create(shape, store, f"route/{actor}")
+            where = device if path == "ipc" else "cpu"
+            route, names = Route.create(shape, store, f"route/{actor}", where)
             routes.append(route)
-            paths.append(path)
+            paths.extend(names)
         ctx = mp.get_context("spawn")
         procs = [
-            ctx.Process(target=producer, args=(a, mode, envs, chunks, store_path))
+            ctx.Process(target=producer, args=(a, mode, envs, chunks, store_path, device, path))
             for a in range(PRODUCERS)
         ]
         for p in procs:
@@ -91,11 +102,14 @@ def one_run(mode: str, envs: int, chunks: int) -> float:
                 got = collector.poll()
                 for chunk in got:
                     ledger.accept(chunk.actor, chunk.route_seq, chunk.transitions)
+                    chunk.data = {k: v.to(device) for k, v in chunk.data.items()}  # as trainers
                 if got:
                     first = first or time.perf_counter()
                     taken += len(got)
                 else:
                     time.sleep(0.0002)
+            if device != "cpu":
+                torch.cuda.synchronize()
             elapsed = time.perf_counter() - first
         finally:
             for p in procs:
@@ -111,21 +125,31 @@ def main() -> None:
     p.add_argument("--envs", type=int, default=512)
     p.add_argument("--chunks", type=int, default=300, help="per producer")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = p.parse_args()
-    runs: dict[str, list[float]] = {"multi": [], "uni": []}
+    paths = ("ipc", "host") if args.device == "cuda" else ("host",)
+    runs: dict[str, list[float]] = {f"{m}/{path}": [] for path in paths for m in ("multi", "uni")}
     for _ in range(args.repeats):
-        for mode in runs:
-            runs[mode].append(one_run(mode, args.envs, args.chunks))
-            print(f"{mode}: {runs[mode][-1]:,.0f} transitions/s", flush=True)
-    ratio = median(runs["multi"]) / median(runs["uni"])
-    print(f"channels alone, {PRODUCERS} producers x {args.envs} envs: multi / uni = {ratio:.2f}")
+        for key, got in runs.items():
+            mode, path = key.split("/")
+            got.append(one_run(mode, args.envs, args.chunks, args.device, path))
+            print(f"{key}: {got[-1]:,.0f} transitions/s", flush=True)
+    med = {key: median(v) for key, v in runs.items()}
+    ratios = {"multi_over_uni": med[f"multi/{paths[0]}"] / med[f"uni/{paths[0]}"]}
+    if args.device == "cuda":
+        for mode in ("multi", "uni"):
+            ratios[f"ipc_over_host_{mode}"] = med[f"{mode}/ipc"] / med[f"{mode}/host"]
+    shown = ", ".join(f"{k} {v:.2f}" for k, v in ratios.items())
+    print(f"channels alone, {PRODUCERS} producers x {args.envs} envs on {args.device}: {shown}")
+    suffix = "" if args.device == "cpu" else f"_{args.device}"
     write_result(
-        "channel_transfer",
+        f"channel_transfer{suffix}",
         {
-            "command": "python bench/channel_transfer.py "
-            f"--envs {args.envs} --chunks {args.chunks} --repeats {args.repeats}",
+            "command": "python bench/channel_transfer.py --envs "
+            f"{args.envs} --chunks {args.chunks} --repeats {args.repeats} --device {args.device}",
             "shape": {"obs": OBS, "actions": ACTIONS, "chunk_steps": CHUNK, "ring_slots": SLOTS},
-            "ratio_multi_over_uni": ratio,
+            "ratio_multi_over_uni": ratios["multi_over_uni"],
+            "ratios": ratios,
             "transitions_per_s": runs,
         },
     )

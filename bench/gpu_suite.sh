@@ -3,11 +3,11 @@
 # GPU benchmarks. Each step has its own time limit so one hang cannot eat the rest; a log of
 # every step and an archive of bench/results land in OUTDIR.
 #
-#   bash bench/gpu_suite.sh OUTDIR [STEP ...]     (steps: facts tests reduction mjx)
+#   bash bench/gpu_suite.sh OUTDIR [STEP ...]     (steps: facts tests reduction mjx channels)
 set -uo pipefail
 out=${1:?usage: bench/gpu_suite.sh OUTDIR [STEP ...]}
 shift
-steps=${*:-facts tests reduction mjx}
+steps=${*:-facts tests reduction mjx channels}
 py=${PYTHON:-python3}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -34,6 +34,7 @@ print(\"mujoco\", mujoco.__version__)'; which nvidia-cuda-mps-control"
     tests) step tests "${TESTS_LIMIT:-420}" "$py" -m pytest -m gpu -v -p no:cacheprovider --timeout 300 tests ;;
     reduction) step reduction 400 "$py" bench/intra_gpu_reduction.py --epochs 20 --repeats 1 ;;
     mjx) step mjx 300 "$py" bench/env_throughput.py --tasks Ant Humanoid --rounds 1 --steps 10 ;;
+    channels) step channels 300 "$py" bench/channel_transfer.py --device cuda --chunks 200 --repeats 2 ;;
     *) echo "unknown step $s" ;;
     esac
 done

@@ -136,7 +136,9 @@ def async_rows() -> list[str]:
     out = []
     transfer = _load("channel_transfer")
     if transfer:
-        multi, uni = (statistics.median(v) for v in transfer["transitions_per_s"].values())
+        per_mode = transfer["transitions_per_s"]
+        multi = statistics.median(per_mode.get("multi/host", per_mode.get("multi", [0])))
+        uni = statistics.median(per_mode.get("uni/host", per_mode.get("uni", [0])))
         out.append(
             f"| channels alone, 2 producers x Ant-shaped steps, transitions/s "
             f"| multi {multi:,.0f} | uni {uni:,.0f} "

@@ -98,6 +98,17 @@ def plan_run(
             f"needs GMIs sharing a GPU under MPS or direct sharing (here: {node.backend}"
             f"{'' if cuda else ', no GPU'}); use auto, shm or gloo",
         )
+    if (
+        gmi.mode == "async"
+        and gmi.async_.transport == "ipc"
+        and not ipc_possible(cuda, node.backend)
+    ):
+        raise ConfigError(
+            "gmi.async.transport",
+            "ipc",
+            f"needs actors and trainers sharing a GPU under MPS or direct sharing (here: "
+            f"{node.backend}{'' if cuda else ', no GPU'}); use auto, shm or p2p",
+        )
     _check_machine(cfg, num_envs, layout.per_node, node.backend, footprint, train)
     if gmi.mode != "serve":  # serving plays; the PPO batch geometry is not used
         validate_train_config(cfg.task_name, num_envs, train_params)

@@ -55,7 +55,8 @@ class Dispenser:
         self._route = r
 
     def push(self, step: Mapping[str, torch.Tensor]) -> None:
-        """One env step: kind -> (N, *shape) host tensors (every kind of the channels)."""
+        """One env step: kind -> (N, *shape) tensors (every kind of the channels), on any
+        device: they are copied into the slots, on the host or on the route's GPU."""
         self.begin_chunk()
         route, r = self.routes[self._route], self._route
         head = (self.actor, self.seq, self.route_seq[r], self.chunk_steps)

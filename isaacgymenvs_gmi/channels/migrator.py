@@ -3,7 +3,8 @@
 Sending side: each chunk goes whole to the trainer with the most free credit (its least-loaded
 trainer). Receiving side (:class:`Collector`): the trainer takes every published block of every
 actor's route straight out of the shared slots (only indices travelled) and rebuilds each chunk
-in the ``(T, N, *shape)`` tensors of every kind, then frees the slots.
+in the ``(T, N, *shape)`` tensors of every kind, on the device of the route's data (the GPU for a
+route whose data is apart there), then frees the slots.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Collector:
         chunk = self._open.get(key)
         if chunk is None:
             envs = route.rings[0].shape.envs
-            data = {k.name: k.empty(steps, envs) for k in self.kinds}
+            data = {k.name: k.empty(steps, envs, route.device) for k in self.kinds}
             chunk = self._open[key] = Chunk(actor, seq, route_seq, data, steps * len(route.rings))
         return chunk
 

@@ -11,6 +11,14 @@ its header, then ``head``; x86-64 (TSO) makes stores visible in that order, so a
 sees ``head`` sees the slot whole. Only indices travel; the data is written once into the slot
 and read once out of it. Free slots are the producer's credits: with none left it waits
 (back-pressure), so memory never grows.
+
+A route may keep its slots' data *apart* from the host buffer, in a buffer of its own on a
+device (:meth:`RouteShape.data_apart`): for GMIs sharing a GPU, device memory the trainer
+allocates and the actor opens through a CUDA IPC handle, so experience made on the GPU never
+crosses PCIe. Headers and counters stay in host memory; each end waits for its own stream
+before it publishes (producer) or releases (consumer) a slot, so the other end never sees a
+half-written slot or overwrites one still being read. On the CPU the data buffer is a second
+shared-memory segment (the same code, testable without a GPU).
 """
 
 from __future__ import annotations
@@ -18,11 +26,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 
 import numpy as np
 import torch
 
+from isaacgymenvs_gmi.comm.cuda_ipc import encode_rows_handle, open_rows_handle
 from isaacgymenvs_gmi.comm.shared_memory import create_segment, map_segment
 from isaacgymenvs_gmi.comm.store import Store
 
@@ -59,21 +68,32 @@ class Header:
 
 @dataclass(frozen=True)
 class RingShape:
-    """A channel's ring: ``capacity`` slots of ``slot_steps`` steps x ``envs`` rows."""
+    """A channel's ring: ``capacity`` slots of ``slot_steps`` steps x ``envs`` rows; with
+    ``apart`` the slots' data lives in the route's data buffer, only headers in the host one."""
 
     channel: ChannelSpec
     capacity: int
     slot_steps: int
     envs: int
+    apart: bool = False
+
+    @property
+    def data_bytes(self) -> int:
+        """Bytes of one slot's data."""
+        return self.slot_steps * self.envs * self.channel.row_bytes
 
     @property
     def slot_bytes(self) -> int:
-        data = self.slot_steps * self.envs * self.channel.row_bytes
-        return _round_up(HEADER_INTS * 8 + data, LINE)
+        """Bytes of one slot in the host buffer (its header, and its data unless apart)."""
+        return _round_up(HEADER_INTS * 8 + (0 if self.apart else self.data_bytes), LINE)
 
     @property
     def nbytes(self) -> int:
         return 2 * LINE + self.capacity * self.slot_bytes
+
+    @property
+    def apart_nbytes(self) -> int:
+        return self.capacity * self.data_bytes if self.apart else 0
 
 
 @dataclass(frozen=True)
@@ -85,7 +105,17 @@ class RouteShape:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the host buffer."""
         return CONTROL_LINES * LINE + sum(s.nbytes for s in self.rings)
+
+    @property
+    def apart_nbytes(self) -> int:
+        """Bytes of the data buffer (0: the data is in the host buffer)."""
+        return sum(s.apart_nbytes for s in self.rings)
+
+    def data_apart(self) -> RouteShape:
+        """This shape with every ring's data in a buffer apart from the host one."""
+        return RouteShape(tuple(replace(r, apart=True) for r in self.rings), self.chunk_steps)
 
 
 def route_shape(
@@ -105,15 +135,29 @@ def route_shape(
     )
 
 
+def _host_tensor(segment: object, nbytes: int) -> torch.Tensor:
+    """(nbytes,) uint8 over a mapped segment (which the tensor keeps alive)."""
+    return torch.frombuffer(segment, dtype=torch.uint8, count=nbytes)
+
+
 def _round_up(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
 class Ring:
-    """One channel's ring inside a route buffer (see the module docstring)."""
+    """One channel's ring inside a route buffer (see the module docstring); ``data``: the
+    ring's part of the route's data buffer, flat uint8, when its data is apart."""
 
-    def __init__(self, shape: RingShape, buffer: memoryview, base: int):
+    def __init__(
+        self, shape: RingShape, buffer: memoryview, base: int, data: torch.Tensor | None = None
+    ):
         self.shape = shape
+        self._data = (
+            None
+            if data is None
+            else data.view(shape.capacity, shape.slot_steps, shape.envs, shape.channel.row_bytes)
+        )
+        self.device = torch.device("cpu") if data is None else data.device
         self._counters = np.frombuffer(buffer, dtype=np.int64, count=2 * LINE // 8, offset=base)
         self._slots = torch.frombuffer(
             buffer,
@@ -141,6 +185,8 @@ class Ring:
         return self.shape.capacity - self.depth()
 
     def _rows(self, slot: int) -> torch.Tensor:
+        if self._data is not None:
+            return self._data[slot]
         s = self.shape
         data = self._slots[
             slot, HEADER_INTS * 8 : HEADER_INTS * 8 + s.slot_steps * s.envs * s.channel.row_bytes
@@ -159,6 +205,7 @@ class Ring:
     def commit(self, header: Header) -> None:
         """Publish the reserved slot with ``header``."""
         assert self._reserved is not None, "commit without reserve"
+        self._fence()  # the data is written before the header says so
         ints = np.frombuffer(self._slots[self._reserved, : HEADER_INTS * 8].numpy(), dtype=np.int64)
         ints[:] = header.ints()
         self._reserved = None
@@ -178,12 +225,19 @@ class Ring:
 
     def release(self) -> None:
         """Give the oldest slot back to the producer (one credit)."""
+        self._fence()  # the data is read out before the producer may overwrite it
         self._counters[LINE // 8] = self.tail + 1
+
+    def _fence(self) -> None:
+        """Wait for this process's device work on the slots (a no-op for host memory)."""
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
 
     # --- mirroring: a copy of the ring at the other end of a network link (:mod:`.p2p`) ----
     def slot(self, block: int) -> torch.Tensor:
         """(slot_bytes,) uint8, contiguous: the whole slot (header and data) of the ``block``-th
         block since the start."""
+        assert not self.shape.apart, "a route with its data apart is not mirrored"
         return self._slots[block % self.shape.capacity]
 
     def mirror_published(self) -> None:
@@ -211,34 +265,83 @@ def wait_until(ready: Callable[[], bool], abort: Callable[[], bool]) -> None:
 
 
 class Route:
-    """Every channel's ring of one actor -> trainer route, and the actor's control words."""
+    """Every channel's ring of one actor -> trainer route, and the actor's control words.
 
-    def __init__(self, shape: RouteShape, buffer: memoryview, keep: object = None):
-        self.shape, self._keep = shape, keep  # keep: what owns the memory (mmap or tensor)
+    ``data``: the route's data buffer ((shape.apart_nbytes,) uint8, on the host or a GPU) when
+    the shape keeps data apart."""
+
+    def __init__(
+        self,
+        shape: RouteShape,
+        buffer: memoryview,
+        keep: object = None,
+        data: torch.Tensor | None = None,
+    ):
+        if (data is None) != (shape.apart_nbytes == 0):
+            raise ValueError("a data buffer goes with a shape whose data is apart, and only then")
+        self.shape, self._keep = shape, keep  # keep: what owns the host memory
+        self.device = torch.device("cpu") if data is None else data.device
         self._control = np.frombuffer(buffer, dtype=np.int64, count=CONTROL_LINES * LINE // 8)
         self.rings: list[Ring] = []
-        at = CONTROL_LINES * LINE
+        at, data_at = CONTROL_LINES * LINE, 0
         for ring in shape.rings:
-            self.rings.append(Ring(ring, buffer, at))
+            part = None if data is None else data[data_at : data_at + ring.apart_nbytes]
+            self.rings.append(Ring(ring, buffer, at, part))
             at += ring.nbytes
+            data_at += ring.apart_nbytes
 
     @classmethod
-    def in_process(cls, shape: RouteShape) -> Route:
-        """The in-process twin: the same rings in private memory."""
+    def in_process(cls, shape: RouteShape, device: torch.device | str = "cpu") -> Route:
+        """The in-process twin: the same rings in private memory (data apart on ``device``)."""
         memory = torch.zeros(shape.nbytes, dtype=torch.uint8)
-        return cls(shape, memoryview(memory.numpy()), keep=memory)
+        data = None
+        if shape.apart_nbytes:
+            data = torch.zeros(shape.apart_nbytes, dtype=torch.uint8, device=device)
+        return cls(shape, memoryview(memory.numpy()), keep=memory, data=data)
 
     @classmethod
-    def create(cls, shape: RouteShape, store: Store, key: str) -> tuple[Route, str]:
+    def create(
+        cls, shape: RouteShape, store: Store, key: str, device: torch.device | str = "cpu"
+    ) -> tuple[Route, list[str]]:
         """A route in a new shared-memory segment (zero-filled), its path published under
-        ``key``; returns the route and the path (unlink it once the actor has attached)."""
-        segment, path = create_segment(shape.nbytes, store, key)
-        return cls(shape, memoryview(segment), keep=segment), path
+        ``key``, and its data buffer apart (if the shape says so) on ``device``: a CUDA
+        allocation whose IPC handle goes under ``key/data``, or on the CPU a second segment.
+        Returns the route and the segment paths (unlink them once the actor has attached)."""
+        device = torch.device(device)
+        data, paths = None, []
+        if shape.apart_nbytes and device.type == "cuda":
+            data = torch.zeros(shape.apart_nbytes, dtype=torch.uint8, device=device)
+            torch.cuda.synchronize(device)
+            store.set(f"{key}/data", encode_rows_handle(data))
+        elif shape.apart_nbytes:
+            segment, path = create_segment(shape.apart_nbytes, store, f"{key}/data")
+            paths.append(path)
+            data = _host_tensor(segment, shape.apart_nbytes)
+        try:
+            segment, path = create_segment(shape.nbytes, store, key)
+        except BaseException:
+            for p in paths:
+                os.unlink(p)
+            raise
+        return cls(shape, memoryview(segment), keep=segment, data=data), [*paths, path]
 
     @classmethod
-    def attach(cls, shape: RouteShape, store: Store, key: str) -> Route:
-        """The route the trainer published under ``key`` (a segment of ours, checked)."""
-        return cls(shape, memoryview(map_segment(shape.nbytes, store, key)), keep=None)
+    def attach(
+        cls, shape: RouteShape, store: Store, key: str, device: torch.device | str = "cpu"
+    ) -> Route:
+        """The route the trainer published under ``key`` (a segment of ours, checked), with its
+        data buffer apart opened on ``device`` (the same GPU as the trainer's, or the CPU)."""
+        device = torch.device(device)
+        segment = map_segment(shape.nbytes, store, key)
+        data = None
+        if shape.apart_nbytes and device.type == "cuda":
+            if device.index is None:
+                device = torch.device("cuda", torch.cuda.current_device())
+            data = open_rows_handle(store.get(f"{key}/data"), device)
+        elif shape.apart_nbytes:
+            apart = map_segment(shape.apart_nbytes, store, f"{key}/data")
+            data = _host_tensor(apart, shape.apart_nbytes)
+        return cls(shape, memoryview(segment), keep=segment, data=data)
 
     # --- the actor's control words -----------------------------------------------------------
     def control(self, word: int) -> int:

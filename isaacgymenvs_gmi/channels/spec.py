@@ -43,7 +43,7 @@ class ChannelSpec:
 
         Args:
             rows: (S, N, row_bytes) uint8 destination (a transport slot).
-            step: kind -> (s, N, *shape) tensors (s <= S - at), on the host.
+            step: kind -> (s, N, *shape) tensors (s <= S - at), on any device.
             at: first step of ``rows`` to write.
         """
         for kind, offset in zip(self.kinds, self.offsets, strict=True):

@@ -59,9 +59,12 @@ class AsyncSettings:
             waits when they are used up (back-pressure).
         serial: run every actor and trainer of the layout in this one process, in turn, over
             the in-process channel (for a debugger or tests; slow).
-        transport: how routes and weights travel between an actor and a trainer: ``auto``
-            (shared memory inside a node, torch.distributed point to point across nodes) or
-            ``p2p`` (point to point everywhere: to measure it, or to test it on one node).
+        transport: how experience and weights travel between an actor and a trainer:
+            ``auto`` (on one GPU, device memory shared by CUDA IPC; otherwise host shared
+            memory inside a node, torch.distributed point to point across nodes); ``ipc``
+            (as auto, but refused where no GMIs share a GPU); ``shm`` (host shared memory
+            inside a node even on one GPU: the host-staging baseline); ``p2p`` (point to point
+            everywhere: to measure it, or to test it on one node).
     """
 
     max_lag: int = DEFAULT_MAX_LAG
@@ -111,7 +114,9 @@ class AsyncSettings:
             ),
             serial=serial,
             transport=check_choice(
-                f"{prefix}.transport", given.get("transport", d.transport), ("auto", "p2p")
+                f"{prefix}.transport",
+                given.get("transport", d.transport),
+                ("auto", "ipc", "shm", "p2p"),
             ),
         )
 

@@ -54,9 +54,9 @@ def unbound(plan: RunPlan) -> GmiResources:
 def bind(plan: RunPlan, place: GmiPlace) -> GmiResources:
     """Pin this process and size its pools; set the device environment before CUDA/JAX start."""
     layout = plan.layout
-    cores = split_cores(usable_cores(), layout.devices_per_node, layout.per_device)[
-        place.local_rank
-    ]
+    cores = split_cores(
+        usable_cores(), layout.devices_per_node, layout.per_device, own_cores(plan, place.node)
+    )[place.local_rank]
     os.sched_setaffinity(0, cores)
     n = len(cores)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -79,6 +79,17 @@ def bind(plan: RunPlan, place: GmiPlace) -> GmiResources:
             os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{share:g}"
         sim_device = rl_device = "cuda:0"  # the only device this process sees
     return GmiResources(place, tuple(cores), sim_device, rl_device, share, fraction)
+
+
+def own_cores(plan: RunPlan, node: int) -> list[int]:
+    """Per device of ``node``: how many of its first GMIs keep cores of their own when GMIs
+    outnumber cores: the async trainers (GMIs ``0 .. K-1``, on node 0), which every actor
+    waits on; none in the other modes, whose GMIs are peers."""
+    if plan.mode != "async" or node != 0:
+        return []
+    per = plan.layout.per_device
+    k = plan.gmi.trainers
+    return [min(max(k - d * per, 0), per) for d in range(plan.layout.devices_per_node)]
 
 
 def _visible_device(plan: RunPlan, place: GmiPlace) -> str:

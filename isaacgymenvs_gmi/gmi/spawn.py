@@ -89,9 +89,10 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
     layout, cores = plan.layout, usable_cores()
     if oversubscribed(cores, layout.devices_per_node, layout.per_device):
         log.warning(
-            "%d GMIs on %d cores: GMIs share cores and contend instead of overlapping",
+            "%d GMIs on %d cores: GMIs share cores and contend instead of overlapping%s",
             layout.per_node,
             len(cores),
+            "; the trainers keep cores of their own" if plan.mode == "async" else "",
         )
     log.info("launching %s (%s backend)", layout.describe(), plan.gmi_backend)
     processes: list[GmiProcess] = []

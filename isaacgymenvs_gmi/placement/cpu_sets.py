@@ -2,12 +2,15 @@
 
 The cores a node may use are split into ``devices`` virtual devices (contiguous blocks), and each
 device's block among its GMIs. With more GMIs than cores, GMIs share cores round-robin: allowed,
-but the caller warns, since such GMIs contend instead of overlapping.
+but the caller warns, since such GMIs contend instead of overlapping. GMIs that must not wait on
+a shared core (async trainers, the paper's own-slice template) can be given cores of their own
+first; the other GMIs of the device then share what is left.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 
 def usable_cores() -> list[int]:
@@ -15,11 +18,15 @@ def usable_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def _blocks(items: list[int], parts: int) -> list[list[int]]:
+def _blocks(items: list[int], parts: int, own: int = 0) -> list[list[int]]:
     """``items`` cut into ``parts`` contiguous blocks whose sizes differ by at most one; with
-    fewer items than parts, items repeat round-robin so no block is empty."""
+    fewer items than parts, the first ``own`` parts get an item each (when that leaves one for
+    the rest) and the other parts repeat the remaining items round-robin, so no block is
+    empty."""
     if len(items) < parts:
-        return [[items[i % len(items)]] for i in range(parts)]
+        own = own if own < len(items) else 0
+        rest = items[own:]
+        return [[items[p]] if p < own else [rest[(p - own) % len(rest)]] for p in range(parts)]
     base, extra = divmod(len(items), parts)
     out, start = [], 0
     for p in range(parts):
@@ -29,11 +36,23 @@ def _blocks(items: list[int], parts: int) -> list[list[int]]:
     return out
 
 
-def split_cores(cores: list[int], devices: int, per_device: int) -> list[list[int]]:
-    """Core set of every GMI on a node, in local-rank order (device-major)."""
+def split_cores(
+    cores: list[int], devices: int, per_device: int, own: Sequence[int] = ()
+) -> list[list[int]]:
+    """Core set of every GMI on a node, in local-rank order (device-major).
+
+    Args:
+        own: per device, how many of its first GMIs get cores no other GMI shares (missing
+            devices: none).
+    """
     if not cores:
         raise ValueError("no usable cores")
-    return [gmi for block in _blocks(cores, devices) for gmi in _blocks(block, per_device)]
+    keep = list(own) + [0] * (devices - len(own))
+    return [
+        gmi
+        for d, block in enumerate(_blocks(cores, devices))
+        for gmi in _blocks(block, per_device, keep[d])
+    ]
 
 
 def oversubscribed(cores: list[int], devices: int, per_device: int) -> bool:

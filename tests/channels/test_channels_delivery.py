@@ -127,29 +127,56 @@ def test_the_migrator_sends_each_chunk_to_the_trainer_with_most_credit():
     assert [c.route_seq for c in got_slow] == list(range(len(got_slow)))
 
 
-def _producer(path: str, world: int, actor: int, mode: str, chunks: int, seed: int) -> None:
+def _shape(mode: str, device: str | None):
+    return shape_for(mode) if device is None else shape_for(mode).data_apart()
+
+
+def _producer(
+    path: str, world: int, actor: int, mode: str, chunks: int, seed: int, device: str | None
+) -> None:
     store = dist.FileStore(path, world)
-    route = Route.attach(shape_for(mode), store, f"route{actor}")
+    route = Route.attach(_shape(mode, device), store, f"route{actor}", device or "cpu")
     board = WeightsBoard.attach(8, store, "weights")
-    produce(Dispenser(actor, [route], 0.5, lambda: board.stopping), chunks, N, seed, 0.003)
+    dispenser = Dispenser(actor, [route], 0.5, lambda: board.stopping)
+    produce(dispenser, chunks, N, seed, 0.003, device=device or "cpu")
     store.set(f"done{actor}", "1")
 
 
+DATA = [
+    pytest.param(None, id="host"),  # data in the route's segment
+    pytest.param("cpu", id="apart-cpu"),  # data in a buffer of its own (the IPC layout)
+    pytest.param("cuda", id="apart-cuda-ipc", marks=pytest.mark.gpu),
+]
+
+
+@pytest.mark.parametrize("device", DATA)
 @pytest.mark.parametrize("mode", ["multi", "uni"])
-def test_real_producer_processes_over_shared_memory(tmp_path, mode):
+def test_real_producer_processes_over_shared_memory(tmp_path, mode, device):
+    """``device``: where the routes keep their data apart (None: in the host segment); on a
+    GPU the producers make their steps there and the data crosses processes by CUDA IPC."""
     counts = {1: 6, 2: 9, 3: 4}
     store = dist.FileStore(str(tmp_path / "store"), len(counts) + 1)
     routes, paths = {}, []
     for actor in counts:
-        routes[actor], path = Route.create(shape_for(mode), store, f"route{actor}")
-        paths.append(path)
+        shape = _shape(mode, device)
+        routes[actor], names = Route.create(shape, store, f"route{actor}", device or "cpu")
+        paths.extend(names)
+    assert len(paths) == len(counts) * (2 if device == "cpu" else 1)
     board, board_path = WeightsBoard.create(8, store, "weights")
     paths.append(board_path)
     context = mp.get_context("spawn")
     procs = [
         context.Process(
             target=_producer,
-            args=(str(tmp_path / "store"), len(counts) + 1, a, mode, n, random.randrange(1 << 30)),
+            args=(
+                str(tmp_path / "store"),
+                len(counts) + 1,
+                a,
+                mode,
+                n,
+                random.randrange(1 << 30),
+                device,
+            ),
         )
         for a, n in counts.items()
     ]
@@ -167,6 +194,9 @@ def test_real_producer_processes_over_shared_memory(tmp_path, mode):
         for path in paths:
             if os.path.exists(path):
                 os.unlink(path)
+    for chunk in chunks:
+        assert {t.device.type for t in chunk.data.values()} == {(device or "cpu")}
+        chunk.data = {k: v.cpu() for k, v in chunk.data.items()}
     check_chunks(chunks, counts)
     produced = sum(r.control(PRODUCED_TRANSITIONS) for r in routes.values())
     assert produced == sum(counts.values()) * T * N

@@ -40,11 +40,14 @@ def push_chunk(dispenser: Dispenser, seq: int, envs: int) -> None:
         dispenser.push(step_values(dispenser.actor, seq, t, envs))
 
 
-def produce(dispenser: Dispenser, chunks: int, envs: int, seed: int, jitter_s: float) -> None:
-    """Push ``chunks`` whole chunks, with random pauses between steps."""
+def produce(
+    dispenser: Dispenser, chunks: int, envs: int, seed: int, jitter_s: float, device: str = "cpu"
+) -> None:
+    """Push ``chunks`` whole chunks (made on ``device``), with random pauses between steps."""
     rng = random.Random(seed)
     for seq in range(chunks):
         for t in range(dispenser.chunk_steps):
-            dispenser.push(step_values(dispenser.actor, seq, t, envs))
+            step = step_values(dispenser.actor, seq, t, envs)
+            dispenser.push({k: v.to(device) for k, v in step.items()})
             if jitter_s and rng.random() < 0.3:
                 time.sleep(rng.random() * jitter_s)

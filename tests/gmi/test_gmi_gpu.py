@@ -54,3 +54,54 @@ def test_two_gmis_train_on_one_gpu(tmp_path, backend):
     assert f"backend {backend}" in proc.stdout and "[GMI x2]" in proc.stdout
     if backend == "mps":
         assert "50% of SMs" in proc.stdout
+
+
+@pytest.mark.parametrize(("transport", "routes"), [("auto", "2 CUDA IPC"), ("shm", None)])
+def test_async_on_one_gpu_over_cuda_ipc_and_host_staging(tmp_path, transport, routes):
+    """1 trainer + 2 actors under MPS: by default each route's data lives in device memory the
+    actors open by CUDA IPC; ``shm`` stages it through host memory. Both learn and balance."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "task=Cartpole",
+            "gmi.per_gpu=3",
+            "gmi.backend=mps",
+            "gmi.mode=async",
+            f"gmi.async.transport={transport}",
+            "sim_backend=mjx",
+            "max_iterations=40",
+            f"train_dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ready = next(line for line in proc.stdout.splitlines() if "trainer ready" in line)
+    assert (routes in ready) if routes else ("CUDA IPC" not in ready), ready
+    assert "produced" in proc.stdout and "NaN" not in proc.stdout
+
+
+def test_serving_on_three_mps_gmis(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "task=Cartpole",
+            "gmi.per_gpu=3",
+            "gmi.backend=mps",
+            "gmi.mode=serve",
+            "sim_backend=mjx",
+            "serve.steps=200",
+            f"serve.record={tmp_path / 'rec'}",
+            f"train_dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "PPS" in proc.stdout and (tmp_path / "rec" / "manifest.json").exists()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from isaacgymenvs_gmi.config import ConfigError, GmiConfig
+from isaacgymenvs_gmi.gmi.binding import own_cores
 from isaacgymenvs_gmi.placement.backends import (
     MPS_MAX_CLIENTS,
     choose_backend,
@@ -78,6 +81,35 @@ def test_first_gmis_that_split_a_device_or_span_nodes_are_refused(layout, k):
 def test_split_cores(cores, devices, per_device, expected):
     assert split_cores(cores, devices, per_device) == expected
     assert oversubscribed(cores, devices, per_device) == (devices * per_device > len(cores))
+
+
+@pytest.mark.parametrize(
+    "cores,devices,per_device,own,expected",
+    [
+        ([0, 1], 1, 3, [1], [[0], [1], [1]]),  # the trainer alone, the actors share
+        ([0, 1, 2], 1, 5, [2], [[0], [1], [2], [2], [2]]),
+        ([0, 1], 1, 3, [2], [[0], [1], [0]]),  # nothing left for the rest: round-robin
+        ([0, 1, 2, 3], 2, 3, [1], [[0], [1], [1], [2], [3], [2]]),  # only device 0 keeps
+        ([0, 1, 2, 3], 1, 2, [1], [[0, 1], [2, 3]]),  # enough cores: unchanged
+    ],
+)
+def test_split_cores_keeps_own_cores_for_the_first_gmis(cores, devices, per_device, own, expected):
+    assert split_cores(cores, devices, per_device, own) == expected
+
+
+@pytest.mark.parametrize(
+    "mode,layout,trainers,node,expected",
+    [
+        ("async", GmiLayout(1, 1, 3), 1, 0, [1]),
+        ("async", GmiLayout(1, 2, 2), 3, 0, [2, 1]),
+        ("async", GmiLayout(2, 1, 2), 1, 1, []),  # no trainer on node 1
+        ("sync", GmiLayout(1, 1, 3), 1, 0, []),  # peers: nobody keeps cores
+        ("serve", GmiLayout(1, 1, 3), 1, 0, []),
+    ],
+)
+def test_async_trainers_keep_their_own_cores(mode, layout, trainers, node, expected):
+    plan = SimpleNamespace(mode=mode, layout=layout, gmi=SimpleNamespace(trainers=trainers))
+    assert own_cores(plan, node) == expected
 
 
 @pytest.mark.parametrize(

@@ -157,6 +157,7 @@ def test_serial_mode_runs_every_role_in_one_process(compose_cfg, tmp_path):
         ("+train.params.network.rnn.name=lstm", "train.params.network.rnn"),
         ("serve.record=/etc/hostname/recording", "serve.record"),
         ("gmi.async.transport=rdma", "gmi.async.transport"),
+        ("gmi.async.transport=ipc", "gmi.async.transport"),  # no GPU to share here
     ],
 )
 def test_bad_async_input_is_refused_before_start_naming_the_key(compose_cfg, override, key):

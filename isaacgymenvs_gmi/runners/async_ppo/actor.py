@@ -110,6 +110,6 @@ class ActorLoop:
         }
         if "states" in obs and obs["states"] is not None and agent.has_central_value:
             step["states"] = obs["states"]
-        self.dispenser.push({k: v.detach().cpu() for k, v in step.items()})
+        self.dispenser.push({k: v.detach() for k, v in step.items()})  # copied into the slots
         self.steps += values.numel()
         self._obs = next_obs

@@ -76,24 +76,32 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
     from isaacgymenvs_gmi.channels.p2p import TorchPointToPoint
 
     from .links import open_trainer_links
-    from .parts import build_trainer, remote_peers, route_shape_for, trainer_loop
+    from .parts import (
+        build_trainer,
+        describe_transports,
+        peer_transports,
+        route_shape_for,
+        trainer_loop,
+    )
 
     plan, rank, group = ctx.plan, ctx.rank, ctx.group
     lead = rank == roles.trainers[0]
     agent, modules = build_trainer(ctx, rank, lead, team.lockstep if team else None)
     numel = flatten(modules).numel()
-    remote = remote_peers(plan, rank, roles.actors)
-    links = open_trainer_links(rank, roles, route_shape_for(plan), numel, group.store, remote)
+    device = ctx.resources.rl_device
+    transports = peer_transports(plan, rank, roles.actors, device.startswith("cuda"))
+    links = open_trainer_links(
+        rank, roles, route_shape_for(plan), numel, group.store, transports, device
+    )
     try:
         loop = trainer_loop(ctx, agent, modules, links, lead, ctx.stop_signal, team)
         group.startup_barrier("async channels open")
     finally:
         links.unlink()  # every GMI has mapped them (or the run is failing): no names left
     links.connect(TorchPointToPoint())
-    point_to_point = f" ({len(remote)} point to point)" if remote else ""
     say(
-        f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s){point_to_point}, "
-        f"policy {numel:,} values"
+        f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s)"
+        f"{describe_transports(transports)}, policy {numel:,} values"
     )
     loop.run()
     result = loop.finish()

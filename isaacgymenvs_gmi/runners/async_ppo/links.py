@@ -3,7 +3,9 @@ first trainer's weights board.
 
 Inside a node they live in shared memory: trainers make them and publish where they are in the
 run's signed store, actors attach, and the names are removed once everyone has mapped them, so
-nothing is left behind whatever happens next. Between nodes (or everywhere with
+nothing is left behind whatever happens next. Between GMIs on one GPU a route keeps its data in
+device memory the trainer allocates and the actor opens by CUDA IPC (``ipc``); the weights board
+stays in host memory. Between nodes (or everywhere with
 ``gmi.async.transport=p2p``) each end keeps a private copy that point-to-point pumps mirror
 (:mod:`isaacgymenvs_gmi.channels.p2p`), started by :meth:`connect` once every GMI is ready. In
 one process every role shares private memory (the twin).
@@ -15,6 +17,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 from isaacgymenvs_gmi.channels import Route, RouteShape, WeightsBoard
 from isaacgymenvs_gmi.channels.p2p import (
@@ -29,6 +32,7 @@ from isaacgymenvs_gmi.comm.store import Store
 from .roles import AsyncRoles
 
 FIRST_WEIGHTS_TIMEOUT_S = 300.0
+Transport = Literal["shm", "ipc", "p2p"]  # how one actor -> trainer route travels
 
 
 def route_key(actor: int, trainer: int) -> str:
@@ -105,23 +109,36 @@ class ActorLinks:
         self.pumps = []
 
 
+def _remote(transports: dict[int, Transport]) -> tuple[int, ...]:
+    return tuple(p for p, t in transports.items() if t == "p2p")
+
+
 def open_trainer_links(
     rank: int,
     roles: AsyncRoles,
     shape: RouteShape,
     numel: int,
     store: Store,
-    remote: tuple[int, ...] = (),
+    transports: dict[int, Transport] | None = None,
+    device: str = "cpu",
 ) -> TrainerLinks:
-    links = TrainerLinks({}, None, remote=remote)
+    """``transports``: per actor (missing: ``shm``); ``device``: where ``ipc`` routes keep
+    their data (this trainer's GPU)."""
+    transports = transports or {}
+    links = TrainerLinks({}, None, remote=_remote(transports))
     try:
         for actor in roles.actors:
-            if actor in remote:
+            how = transports.get(actor, "shm")
+            if how == "p2p":
                 links.routes[actor] = Route.in_process(shape)
                 continue
-            route, path = Route.create(shape, store, route_key(actor, rank))
+            route, paths = (
+                Route.create(shape.data_apart(), store, route_key(actor, rank), device)
+                if how == "ipc"
+                else Route.create(shape, store, route_key(actor, rank))
+            )
             links.routes[actor] = route
-            links.names.append(path)
+            links.names.extend(paths)
         if rank == roles.trainers[0]:
             links.board, path = WeightsBoard.create(numel, store, WEIGHTS_KEY)
             links.names.append(path)
@@ -137,12 +154,22 @@ def open_actor_links(
     shape: RouteShape,
     numel: int,
     store: Store,
-    remote: tuple[int, ...] = (),
+    transports: dict[int, Transport] | None = None,
+    device: str = "cpu",
 ) -> ActorLinks:
-    routes = [
-        Route.in_process(shape) if t in remote else Route.attach(shape, store, route_key(rank, t))
-        for t in roles.trainers
-    ]
+    """``transports``: per trainer (missing: ``shm``); ``device``: this actor's GPU, where
+    ``ipc`` routes are opened."""
+    transports = transports or {}
+    remote = _remote(transports)
+    routes = []
+    for t in roles.trainers:
+        how = transports.get(t, "shm")
+        if how == "p2p":
+            routes.append(Route.in_process(shape))
+        elif how == "ipc":
+            routes.append(Route.attach(shape.data_apart(), store, route_key(rank, t), device))
+        else:
+            routes.append(Route.attach(shape, store, route_key(rank, t)))
     lead = roles.trainers[0]
     board = (
         WeightsBoard.in_process(numel)

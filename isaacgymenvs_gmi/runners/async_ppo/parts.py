@@ -15,6 +15,7 @@ from isaacgymenvs_gmi.channels import (
     experience_kinds,
     route_shape,
 )
+from isaacgymenvs_gmi.comm.routing import ipc_possible
 from isaacgymenvs_gmi.comm.store import Store
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
@@ -22,7 +23,7 @@ from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
 
 from .actor import ActorLoop
 from .agents import build_agent, policy_modules
-from .links import ActorLinks, TrainerLinks, open_actor_links
+from .links import ActorLinks, TrainerLinks, Transport, open_actor_links
 from .roles import AsyncRoles
 from .team import TrainerTeam
 from .trainer_loop import TrainerLoop
@@ -155,13 +156,34 @@ def build_actor(
     return ActorLoop(agent, modules, dispenser, links.board, bootstrap), env
 
 
-def remote_peers(plan: RunPlan, rank: int, peers: tuple[int, ...]) -> tuple[int, ...]:
-    """The ``peers`` GMI ``rank`` reaches point to point: those on other nodes, or all of them
-    with ``gmi.async.transport=p2p``."""
-    if plan.gmi.async_.transport == "p2p":
-        return peers
-    node = plan.layout.place(rank).node
-    return tuple(p for p in peers if plan.layout.place(p).node != node)
+def peer_transports(
+    plan: RunPlan, rank: int, peers: tuple[int, ...], on_gpu: bool
+) -> dict[int, Transport]:
+    """How GMI ``rank`` reaches each of ``peers`` (``gmi.async.transport``): ``p2p`` across
+    nodes (or everywhere when asked), ``ipc`` on the same GPU where GMIs can open each other's
+    device memory (unless ``shm`` is asked), else ``shm``."""
+    asked = plan.gmi.async_.transport
+    here = plan.layout.place(rank)
+    ipc = asked in ("auto", "ipc") and ipc_possible(on_gpu, plan.gmi_backend)
+    out: dict[int, Transport] = {}
+    for peer in peers:
+        there = plan.layout.place(peer)
+        if asked == "p2p" or there.node != here.node:
+            out[peer] = "p2p"
+        else:
+            out[peer] = "ipc" if ipc and there.device == here.device else "shm"
+    return out
+
+
+def describe_transports(transports: dict[int, Transport]) -> str:
+    """`` (1 point to point, 2 CUDA IPC)``: the routes not over host shared memory."""
+    names = {"p2p": "point to point", "ipc": "CUDA IPC"}
+    counts = [
+        f"{sum(t == kind for t in transports.values())} {name}"
+        for kind, name in names.items()
+        if kind in transports.values()
+    ]
+    return f" ({', '.join(counts)})" if counts else ""
 
 
 def open_actor(
@@ -169,11 +191,12 @@ def open_actor(
 ) -> tuple[ActorLoop, Any, ActorLinks]:
     """This actor's loop, env and channel ends (remote ones still to :meth:`connect`)."""
     shape = route_shape_for(ctx.plan)
-    remote = remote_peers(ctx.plan, ctx.rank, roles.trainers)
+    device = ctx.resources.rl_device
+    transports = peer_transports(ctx.plan, ctx.rank, roles.trainers, device.startswith("cuda"))
     opened: list[ActorLinks] = []
 
     def links_for(numel: int) -> ActorLinks:
-        opened.append(open_actor_links(ctx.rank, roles, shape, numel, store, remote))
+        opened.append(open_actor_links(ctx.rank, roles, shape, numel, store, transports, device))
         return opened[0]
 
     actor, env = build_actor(ctx, ctx.rank, links_for)
