@@ -21,6 +21,7 @@ GmiMode = Literal["sync", "async", "serve"]
 GmiComm = Literal["auto", "mpr", "mrr", "har"]
 GmiIntraDevice = Literal["auto", "shm", "ipc", "gloo"]
 GmiChannels = Literal["multi", "uni"]
+GmiCores = Literal["auto", "pinned", "shared"]
 
 #: Allowed values, in the order used in error messages.
 GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
@@ -28,6 +29,7 @@ GMI_MODES: tuple[GmiMode, ...] = get_args(GmiMode)
 GMI_COMMS: tuple[GmiComm, ...] = get_args(GmiComm)
 GMI_INTRA_DEVICE: tuple[GmiIntraDevice, ...] = get_args(GmiIntraDevice)
 GMI_CHANNELS: tuple[GmiChannels, ...] = get_args(GmiChannels)
+GMI_CORES: tuple[GmiCores, ...] = get_args(GmiCores)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,10 @@ class GmiConfig:
         channels: in async and serve mode, experience travels split by kind into channels
             ("multi", the paper's multi-channel design) or packed step by step into one
             channel ("uni", the paper's uni-channel baseline).
+        cores: how a CPU device's cores go to its GMIs: ``pinned`` (disjoint core sets;
+            with fewer cores than GMIs some GMIs share one core), ``shared`` (every GMI may
+            run on all of the device's cores, each with thread pools sized to its share, and
+            the OS balances them), or ``auto`` (see :mod:`isaacgymenvs_gmi.placement.cpu_sets`).
         async_: ``gmi.async.*``, the A3C runner's settings.
     """
 
@@ -71,6 +77,7 @@ class GmiConfig:
     timeout_s: int = 30
     trainers: int = 1
     channels: GmiChannels = "multi"
+    cores: GmiCores = "auto"
     async_: AsyncSettings = AsyncSettings()
 
     @classmethod
@@ -110,6 +117,7 @@ class GmiConfig:
         channels = check_choice(
             f"{prefix}.channels", given.get("channels", defaults.channels), GMI_CHANNELS
         )
+        cores = check_choice(f"{prefix}.cores", given.get("cores", defaults.cores), GMI_CORES)
         async_ = AsyncSettings.from_cfg(given.get("async"), prefix=f"{prefix}.async")
 
         return cls(
@@ -123,6 +131,7 @@ class GmiConfig:
             timeout_s=timeout_s,
             trainers=trainers,
             channels=cast(GmiChannels, channels),
+            cores=cast(GmiCores, cores),
             async_=async_,
         )
 

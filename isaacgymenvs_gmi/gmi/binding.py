@@ -11,7 +11,13 @@ import os
 from dataclasses import dataclass
 
 from isaacgymenvs_gmi.placement.backends import sm_percent
-from isaacgymenvs_gmi.placement.cpu_sets import split_cores, usable_cores
+from isaacgymenvs_gmi.placement.cpu_sets import (
+    choose_cores,
+    oversubscribed,
+    share_cores,
+    split_cores,
+    usable_cores,
+)
 from isaacgymenvs_gmi.placement.layout import GmiPlace
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
@@ -22,6 +28,7 @@ class GmiResources:
 
     place: GmiPlace
     cores: tuple[int, ...]
+    threads: int  # what every pool of this GMI may run: its cores, or its share of them
     sim_device: str
     rl_device: str
     sm_percent: float | None  # MPS share of the GPU's SMs
@@ -34,8 +41,12 @@ class GmiResources:
         return (
             f"GMI {p.gmi_id}: node {p.node}, device {p.device} slot {p.slot}"
             f"{' (leader)' if p.is_leader else ''}, backend {backend}{share}{mem}, "
-            f"cores {list(self.cores)}, sim {self.sim_device}, learner {self.rl_device}"
+            f"cores {list(self.cores)}{self._share()}, sim {self.sim_device}, "
+            f"learner {self.rl_device}"
         )
+
+    def _share(self) -> str:
+        return "" if self.threads == len(self.cores) else f" shared ({self.threads} thread(s))"
 
 
 def unbound(plan: RunPlan) -> GmiResources:
@@ -44,6 +55,7 @@ def unbound(plan: RunPlan) -> GmiResources:
     return GmiResources(
         place=plan.layout.place(0),
         cores=tuple(usable_cores()),
+        threads=len(usable_cores()),
         sim_device=plan.sim.sim_device,
         rl_device=plan.sim.rl_device,
         sm_percent=None,
@@ -54,11 +66,8 @@ def unbound(plan: RunPlan) -> GmiResources:
 def bind(plan: RunPlan, place: GmiPlace) -> GmiResources:
     """Pin this process and size its pools; set the device environment before CUDA/JAX start."""
     layout = plan.layout
-    cores = split_cores(
-        usable_cores(), layout.devices_per_node, layout.per_device, own_cores(plan, place.node)
-    )[place.local_rank]
+    cores, n = core_set(plan, place)
     os.sched_setaffinity(0, cores)
-    n = len(cores)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(n)
     eigen = "true" if n > 1 else "false"
@@ -78,7 +87,21 @@ def bind(plan: RunPlan, place: GmiPlace) -> GmiResources:
             share = sm_percent(plan.gmi, place.slot)
             os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{share:g}"
         sim_device = rl_device = "cuda:0"  # the only device this process sees
-    return GmiResources(place, tuple(cores), sim_device, rl_device, share, fraction)
+    return GmiResources(place, tuple(cores), n, sim_device, rl_device, share, fraction)
+
+
+def core_set(plan: RunPlan, place: GmiPlace) -> tuple[list[int], int]:
+    """The cores GMI ``place`` may run on and the threads its pools get (``gmi.cores``)."""
+    layout, cores = plan.layout, usable_cores()
+    crowded = oversubscribed(cores, layout.devices_per_node, layout.per_device)
+    if choose_cores(plan.gmi.cores, plan.mode, crowded) == "shared":
+        block, threads = share_cores(cores, layout.devices_per_node, layout.per_device)[
+            place.local_rank
+        ]
+        return block, threads
+    own = own_cores(plan, place.node)
+    pinned = split_cores(cores, layout.devices_per_node, layout.per_device, own)
+    return pinned[place.local_rank], len(pinned[place.local_rank])
 
 
 def own_cores(plan: RunPlan, node: int) -> list[int]:

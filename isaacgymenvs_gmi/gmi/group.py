@@ -29,7 +29,8 @@ def _xla_threads() -> int | None:
 
 class GmiGroup:
     """GMI ``rank`` of ``world_size``, joined through torch.distributed's default group (or
-    ``group``). ``store``: the run's shared store (progress records, transport set-up)."""
+    ``group``). ``store``: the run's shared store (progress records, transport set-up);
+    ``threads``: what this GMI's pools were sized to (None: its cores)."""
 
     def __init__(
         self,
@@ -39,10 +40,12 @@ class GmiGroup:
         store: Store,
         startup_timeout_s: float,
         group: dist.ProcessGroup | None = None,
+        threads: int | None = None,
     ):
         self.rank, self.world_size = rank, world_size
         self.guard, self.store, self.group = guard, store, group
         self.startup_timeout_s = startup_timeout_s
+        self.threads = threads
 
     @property
     def timeout_s(self) -> float:
@@ -60,17 +63,24 @@ class GmiGroup:
         guard = CollectiveGuard(
             self.store, self.rank, k, self.timeout_s, key=f"gmi/progress/{name}/{{}}"
         )
-        return GmiGroup(self.rank, k, guard, self.store, self.startup_timeout_s, handle)
+        return GmiGroup(
+            self.rank, k, guard, self.store, self.startup_timeout_s, handle, self.threads
+        )
 
     # --- start-up ----------------------------------------------------------------------------
     def check_pools(self, **more: int | None) -> None:
-        """Assert from inside that this GMI's thread pools match its core set (a pool sized to
-        the whole machine makes co-located GMIs spin against each other)."""
+        """Assert from inside that this GMI's thread pools match its core set, or its share of
+        the cores when GMIs share them (a pool sized to the whole machine makes co-located GMIs
+        spin against each other)."""
         cores = sorted(os.sched_getaffinity(0))
+        want = len(cores) if self.threads is None else self.threads
         pools = {"torch": torch.get_num_threads(), "xla": _xla_threads(), **more}
-        wrong = {k: v for k, v in pools.items() if v not in (None, len(cores))}
-        if wrong:
-            raise RuntimeError(f"GMI {self.rank}: thread pools {wrong} do not match cores {cores}")
+        wrong = {k: v for k, v in pools.items() if v not in (None, want)}
+        if wrong or want > len(cores):
+            raise RuntimeError(
+                f"GMI {self.rank}: thread pools {wrong or pools} do not fit {want} thread(s) "
+                f"on cores {cores}"
+            )
         say(f"GMI {self.rank} pools: {pools} on cores {cores}")
 
     def startup_barrier(self, what: str) -> None:

@@ -22,7 +22,7 @@ import socket
 from datetime import timedelta
 from typing import Any
 
-from isaacgymenvs_gmi.placement.cpu_sets import oversubscribed, usable_cores
+from isaacgymenvs_gmi.placement.cpu_sets import choose_cores, oversubscribed, usable_cores
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .context import Body
@@ -88,11 +88,15 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
     """
     layout, cores = plan.layout, usable_cores()
     if oversubscribed(cores, layout.devices_per_node, layout.per_device):
+        shared = choose_cores(plan.gmi.cores, plan.mode, crowded=True) == "shared"
         log.warning(
-            "%d GMIs on %d cores: GMIs share cores and contend instead of overlapping%s",
+            "%d GMIs on %d cores: %s",
             layout.per_node,
             len(cores),
-            "; the trainers keep cores of their own" if plan.mode == "async" else "",
+            "each device's GMIs share its cores, every pool sized to its share (gmi.cores=shared)"
+            if shared
+            else "some cores carry two GMIs (gmi.cores=pinned)"
+            + ("; the trainers keep cores of their own" if plan.mode == "async" else ""),
         )
     log.info("launching %s (%s backend)", layout.describe(), plan.gmi_backend)
     processes: list[GmiProcess] = []

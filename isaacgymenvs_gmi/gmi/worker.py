@@ -182,7 +182,9 @@ def _join_and_run(
 
         say(resources.describe(plan.gmi_backend))
         guard = CollectiveGuard(store, rank, world, timeout)
-        group = GmiGroup(rank, world, guard, store, STARTUP_TIMEOUT_FACTOR * timeout)
+        group = GmiGroup(
+            rank, world, guard, store, STARTUP_TIMEOUT_FACTOR * timeout, threads=resources.threads
+        )
         context = GmiContext(
             plan,
             resources,

@@ -1,10 +1,19 @@
-"""Disjoint CPU core sets for GMIs on a machine without a GPU (the ``cpu`` GMI backend).
+"""CPU core sets for GMIs on a machine without a GPU (the ``cpu`` GMI backend).
 
-The cores a node may use are split into ``devices`` virtual devices (contiguous blocks), and each
-device's block among its GMIs. With more GMIs than cores, GMIs share cores round-robin: allowed,
-but the caller warns, since such GMIs contend instead of overlapping. GMIs that must not wait on
-a shared core (async trainers, the paper's own-slice template) can be given cores of their own
-first; the other GMIs of the device then share what is left.
+The cores a node may use are split into ``devices`` virtual devices (contiguous blocks). Within a
+device, two ways (``gmi.cores``):
+
+- ``pinned``: the block is cut into disjoint core sets, one per GMI, each GMI's pools sized to
+  its set. With more GMIs than cores, GMIs share cores round-robin, so some cores carry two GMIs
+  while others carry one; in lockstep training the doubly-loaded GMIs gate the rest. GMIs that
+  must not wait on a shared core (async trainers, the paper's own-slice template) can be given
+  cores of their own first; the other GMIs of the device then share what is left.
+- ``shared``: every GMI of the device may run on the whole block, with every pool sized to its
+  share (cores // GMIs, at least 1) so the device runs about as many threads as it has cores,
+  and the OS balances the GMIs over the cores; waits between GMIs yield the core.
+
+``auto`` chooses ``shared`` when a device has fewer cores than GMIs in sync and serve mode
+(measured: ``bench/gmi_scaling.py``), else ``pinned`` (async trainers keep their own cores).
 """
 
 from __future__ import annotations
@@ -55,5 +64,24 @@ def split_cores(
     ]
 
 
+def share_cores(cores: list[int], devices: int, per_device: int) -> list[tuple[list[int], int]]:
+    """Per GMI of a node, in local-rank order: (its device's whole block, threads it may run)."""
+    if not cores:
+        raise ValueError("no usable cores")
+    return [
+        (block, max(1, len(block) // per_device))
+        for block in _blocks(cores, devices)
+        for _ in range(per_device)
+    ]
+
+
 def oversubscribed(cores: list[int], devices: int, per_device: int) -> bool:
     return devices * per_device > len(cores)
+
+
+def choose_cores(requested: str, mode: str, crowded: bool) -> str:
+    """``pinned`` or ``shared`` for ``gmi.cores=requested`` in ``mode``; ``crowded``: a
+    device has fewer cores than GMIs."""
+    if requested != "auto":
+        return requested
+    return "shared" if crowded and mode != "async" else "pinned"

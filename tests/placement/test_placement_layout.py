@@ -14,7 +14,12 @@ from isaacgymenvs_gmi.placement.backends import (
     node_layout,
     sm_percent,
 )
-from isaacgymenvs_gmi.placement.cpu_sets import oversubscribed, split_cores
+from isaacgymenvs_gmi.placement.cpu_sets import (
+    choose_cores,
+    oversubscribed,
+    share_cores,
+    split_cores,
+)
 from isaacgymenvs_gmi.placement.inventory import GpuInfo, Inventory, MigInstance
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
@@ -174,3 +179,39 @@ def test_node_layouts_and_mps_shares():
     assert [sm_percent(even, s) for s in range(3)] == [33.33, 33.33, 33.33]
     custom = GmiConfig.from_cfg(dict(per_gpu=2, sm_percent=[70, 30]))
     assert [sm_percent(custom, s) for s in range(2)] == [70.0, 30.0]
+
+
+@pytest.mark.parametrize(
+    "cores,devices,per_device,expected",
+    [
+        ([0, 1], 1, 3, [([0, 1], 1)] * 3),  # 3 GMIs on 2 cores: all of them, one thread each
+        ([0, 1, 2, 3], 1, 2, [([0, 1, 2, 3], 2)] * 2),
+        ([0, 1, 2], 2, 2, [([0, 1], 1), ([0, 1], 1), ([2], 1), ([2], 1)]),  # per device
+    ],
+)
+def test_share_cores_gives_each_gmi_its_device_and_a_share_of_threads(
+    cores, devices, per_device, expected
+):
+    assert share_cores(cores, devices, per_device) == expected
+
+
+@pytest.mark.parametrize(
+    "requested,mode,crowded,expected",
+    [
+        ("auto", "sync", True, "shared"),
+        ("auto", "serve", True, "shared"),
+        ("auto", "async", True, "pinned"),  # the trainers keep their own cores
+        ("auto", "sync", False, "pinned"),
+        ("shared", "async", False, "shared"),
+        ("pinned", "sync", True, "pinned"),
+    ],
+)
+def test_choose_cores(requested, mode, crowded, expected):
+    assert choose_cores(requested, mode, crowded) == expected
+
+
+def test_gmi_cores_takes_only_its_values():
+    assert GmiConfig.from_cfg({"cores": "shared"}).cores == "shared"
+    with pytest.raises(ConfigError) as err:
+        GmiConfig.from_cfg({"cores": "spread"})
+    assert err.value.key == "gmi.cores"

@@ -49,12 +49,6 @@ def route_shape_for(plan: RunPlan) -> RouteShape:
     )
 
 
-def _threads() -> int:
-    from isaacgymenvs_gmi.sim.vec_task import available_cores
-
-    return available_cores()
-
-
 def build_trainer(
     ctx: GmiContext, gmi: int, lead: bool, lockstep: PpoLockstep | None = None
 ) -> tuple[Any, list]:
@@ -67,7 +61,7 @@ def build_trainer(
         plan,
         rl_device=ctx.resources.rl_device,
         seed=plan.seed + gmi,
-        threads=_threads(),
+        threads=ctx.resources.threads,
         train_dir=None if lead else ctx.scratch_dir,
         make=lambda **kw: AsyncPpoAgent(
             rho_bar=settings.rho_bar,
@@ -126,7 +120,10 @@ def build_actor(
 
     plan, resources = ctx.plan, ctx.resources
     physics = PhysicsOptions(
-        backend=plan.sim.backend, mjx_impl=plan.sim.mjx_impl, assets_root=plan.sim.assets_root
+        backend=plan.sim.backend,
+        mjx_impl=plan.sim.mjx_impl,
+        assets_root=plan.sim.assets_root,
+        num_threads=resources.threads,
     )
     env = VecTask(
         plan.task_config,
@@ -140,7 +137,7 @@ def build_actor(
         plan,
         rl_device=resources.rl_device,
         seed=plan.seed + gmi,
-        threads=_threads(),
+        threads=ctx.resources.threads,
         train_dir=train_dir or ctx.scratch_dir,
         vec_env=wrap_env(env),
         make=lambda **kw: A2CAgent(**kw),

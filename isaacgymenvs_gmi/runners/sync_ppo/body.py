@@ -49,7 +49,7 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
     from isaacgymenvs_gmi.runners.seeding import seed_everything
-    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
+    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
 
     plan, rank, resources = ctx.plan, ctx.rank, ctx.resources
     seed = plan.seed + rank  # applied once; rl-games' own rank offset is never enabled
@@ -57,7 +57,10 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
     set_checkpoint_metadata(task=plan.task_name)
     seed_everything(seed, plan.train.torch_deterministic)
     physics = PhysicsOptions(
-        backend=plan.sim.backend, mjx_impl=plan.sim.mjx_impl, assets_root=plan.sim.assets_root
+        backend=plan.sim.backend,
+        mjx_impl=plan.sim.mjx_impl,
+        assets_root=plan.sim.assets_root,
+        num_threads=resources.threads,
     )
     envs: list[VecTask] = []
 
@@ -80,7 +83,7 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         rl_device=resources.rl_device,
         seed=seed,
         num_envs=plan.num_envs,
-        threads=available_cores(),
+        threads=resources.threads,
     )
     if lockstep is not None:
         params["config"]["print_stats"] = False  # the GMI progress line replaces it
