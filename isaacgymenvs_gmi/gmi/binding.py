@@ -95,10 +95,7 @@ def core_set(plan: RunPlan, place: GmiPlace) -> tuple[list[int], int]:
     layout, cores = plan.layout, usable_cores()
     crowded = oversubscribed(cores, layout.devices_per_node, layout.per_device)
     if choose_cores(plan.gmi.cores, plan.mode, crowded) == "shared":
-        block, threads = share_cores(cores, layout.devices_per_node, layout.per_device)[
-            place.local_rank
-        ]
-        return block, threads
+        return share_cores(cores, layout.devices_per_node, layout.per_device)[place.local_rank]
     own = own_cores(plan, place.node)
     pinned = split_cores(cores, layout.devices_per_node, layout.per_device, own)
     return pinned[place.local_rank], len(pinned[place.local_rank])

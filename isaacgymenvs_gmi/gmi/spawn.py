@@ -88,15 +88,18 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
     """
     layout, cores = plan.layout, usable_cores()
     if oversubscribed(cores, layout.devices_per_node, layout.per_device):
-        shared = choose_cores(plan.gmi.cores, plan.mode, crowded=True) == "shared"
+        how = {
+            "shared": "each device's GMIs share its cores, every pool sized to its share",
+            "pinned": "some cores carry two GMIs"
+            + ("; the trainers keep cores of their own" if plan.mode == "async" else ""),
+        }
+        chosen = choose_cores(plan.gmi.cores, plan.mode, crowded=True)
         log.warning(
-            "%d GMIs on %d cores: %s",
+            "%d GMIs on %d cores: %s (gmi.cores=%s)",
             layout.per_node,
             len(cores),
-            "each device's GMIs share its cores, every pool sized to its share (gmi.cores=shared)"
-            if shared
-            else "some cores carry two GMIs (gmi.cores=pinned)"
-            + ("; the trainers keep cores of their own" if plan.mode == "async" else ""),
+            how[chosen],
+            chosen,
         )
     log.info("launching %s (%s backend)", layout.describe(), plan.gmi_backend)
     processes: list[GmiProcess] = []

@@ -32,17 +32,15 @@ def test_mps_daemon_we_start_is_stopped(monkeypatch):
     assert not daemon_running(pipe_dir)
 
 
-@pytest.mark.parametrize("backend", ["mps", "direct"])
-def test_two_gmis_train_on_one_gpu(tmp_path, backend):
-    proc = subprocess.run(
+def train(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``train.py task=Cartpole sim_backend=mjx ...overrides`` run to its end."""
+    return subprocess.run(
         [
             sys.executable,
             "train.py",
             "task=Cartpole",
-            "gmi.per_gpu=2",
-            f"gmi.backend={backend}",
             "sim_backend=mjx",
-            "max_iterations=20",
+            *overrides,
             f"train_dir={tmp_path}",
         ],
         cwd=ROOT,
@@ -50,6 +48,11 @@ def test_two_gmis_train_on_one_gpu(tmp_path, backend):
         text=True,
         timeout=900,
     )
+
+
+@pytest.mark.parametrize("backend", ["mps", "direct"])
+def test_two_gmis_train_on_one_gpu(tmp_path, backend):
+    proc = train(tmp_path, "gmi.per_gpu=2", f"gmi.backend={backend}", "max_iterations=20")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"backend {backend}" in proc.stdout and "[GMI x2]" in proc.stdout
     if backend == "mps":
@@ -60,23 +63,13 @@ def test_two_gmis_train_on_one_gpu(tmp_path, backend):
 def test_async_on_one_gpu_over_cuda_ipc_and_host_staging(tmp_path, transport, routes):
     """1 trainer + 2 actors under MPS: by default each route's data lives in device memory the
     actors open by CUDA IPC; ``shm`` stages it through host memory. Both learn and balance."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            "task=Cartpole",
-            "gmi.per_gpu=3",
-            "gmi.backend=mps",
-            "gmi.mode=async",
-            f"gmi.async.transport={transport}",
-            "sim_backend=mjx",
-            "max_iterations=40",
-            f"train_dir={tmp_path}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    proc = train(
+        tmp_path,
+        "gmi.per_gpu=3",
+        "gmi.backend=mps",
+        "gmi.mode=async",
+        f"gmi.async.transport={transport}",
+        "max_iterations=40",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     ready = next(line for line in proc.stdout.splitlines() if "trainer ready" in line)
@@ -85,23 +78,13 @@ def test_async_on_one_gpu_over_cuda_ipc_and_host_staging(tmp_path, transport, ro
 
 
 def test_serving_on_three_mps_gmis(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            "task=Cartpole",
-            "gmi.per_gpu=3",
-            "gmi.backend=mps",
-            "gmi.mode=serve",
-            "sim_backend=mjx",
-            "serve.steps=200",
-            f"serve.record={tmp_path / 'rec'}",
-            f"train_dir={tmp_path}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    proc = train(
+        tmp_path,
+        "gmi.per_gpu=3",
+        "gmi.backend=mps",
+        "gmi.mode=serve",
+        "serve.steps=200",
+        f"serve.record={tmp_path / 'rec'}",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "PPS" in proc.stdout and (tmp_path / "rec" / "manifest.json").exists()

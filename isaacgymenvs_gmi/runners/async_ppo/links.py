@@ -113,30 +113,31 @@ def _remote(transports: dict[int, Transport]) -> tuple[int, ...]:
     return tuple(p for p, t in transports.items() if t == "p2p")
 
 
+def _shape(how: Transport, shape: RouteShape) -> RouteShape:
+    """A route's shape over ``how``: with its data apart (in GPU memory) for ``ipc``."""
+    return shape.data_apart() if how == "ipc" else shape
+
+
 def open_trainer_links(
     rank: int,
     roles: AsyncRoles,
     shape: RouteShape,
     numel: int,
     store: Store,
-    transports: dict[int, Transport] | None = None,
+    transports: dict[int, Transport],
     device: str = "cpu",
 ) -> TrainerLinks:
-    """``transports``: per actor (missing: ``shm``); ``device``: where ``ipc`` routes keep
-    their data (this trainer's GPU)."""
-    transports = transports or {}
+    """``transports``: how each actor is reached; ``device``: where ``ipc`` routes keep their
+    data (this trainer's GPU)."""
     links = TrainerLinks({}, None, remote=_remote(transports))
     try:
         for actor in roles.actors:
-            how = transports.get(actor, "shm")
+            how = transports[actor]
             if how == "p2p":
                 links.routes[actor] = Route.in_process(shape)
                 continue
-            route, paths = (
-                Route.create(shape.data_apart(), store, route_key(actor, rank), device)
-                if how == "ipc"
-                else Route.create(shape, store, route_key(actor, rank))
-            )
+            where = device if how == "ipc" else "cpu"
+            route, paths = Route.create(_shape(how, shape), store, route_key(actor, rank), where)
             links.routes[actor] = route
             links.names.extend(paths)
         if rank == roles.trainers[0]:
@@ -154,22 +155,23 @@ def open_actor_links(
     shape: RouteShape,
     numel: int,
     store: Store,
-    transports: dict[int, Transport] | None = None,
+    transports: dict[int, Transport],
     device: str = "cpu",
 ) -> ActorLinks:
-    """``transports``: per trainer (missing: ``shm``); ``device``: this actor's GPU, where
+    """``transports``: how each trainer is reached; ``device``: this actor's GPU, where
     ``ipc`` routes are opened."""
-    transports = transports or {}
     remote = _remote(transports)
-    routes = []
-    for t in roles.trainers:
-        how = transports.get(t, "shm")
-        if how == "p2p":
-            routes.append(Route.in_process(shape))
-        elif how == "ipc":
-            routes.append(Route.attach(shape.data_apart(), store, route_key(rank, t), device))
-        else:
-            routes.append(Route.attach(shape, store, route_key(rank, t)))
+    routes = [
+        Route.in_process(shape)
+        if transports[t] == "p2p"
+        else Route.attach(
+            _shape(transports[t], shape),
+            store,
+            route_key(rank, t),
+            device if transports[t] == "ipc" else "cpu",
+        )
+        for t in roles.trainers
+    ]
     lead = roles.trainers[0]
     board = (
         WeightsBoard.in_process(numel)
