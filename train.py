@@ -21,7 +21,7 @@ from isaacgymenvs_gmi.config import ConfigError, register_resolvers
 register_resolvers()
 # IsaacGymEnvs' version_base="1.1" is kept on purpose (same config semantics); spawned GMIs
 # re-import this file, so say it once, not once per GMI.
-warnings.filterwarnings("ignore", message=".*version_base.*")
+warnings.filterwarnings("ignore", message="(?s).*version_base")
 
 
 @hydra.main(version_base="1.1", config_path="cfg", config_name="config")
@@ -29,14 +29,19 @@ def main(cfg: DictConfig) -> None:
     from isaacgymenvs_gmi.gmi.spawn import GmiFailure, GmiInterrupted
     from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code, signal_name
     from isaacgymenvs_gmi.launch import plan_run, run
+    from isaacgymenvs_gmi.planner import NoRunnableCandidate, resolve_auto
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
     logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
     try:
+        cfg = resolve_auto(cfg)  # gmi.per_gpu=auto / num_envs=auto: searched or from the cache
         plan = plan_run(cfg)
     except (ConfigError, AssetNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except NoRunnableCandidate as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
     try:
         result = run(cfg, plan)
     except GmiFailure as e:

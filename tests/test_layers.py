@@ -1,4 +1,4 @@
-"""Control flows one way: entry -> launch -> runners -> gmi -> comm -> placement/config/sim.
+"""Control flows one way: entry -> planner -> launch -> runners -> gmi -> comm -> placement/...
 
 Every ``isaacgymenvs_gmi`` import in the package (module level or inside a function) must point
 to a lower layer or stay inside its own package. A circle or an import running back up fails
@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Top-level subpackage (or module) -> layer; a module may import only from higher numbers.
 LAYERS = {
+    "planner": -1,  # searches configurations by launching trial runs
     "launch": 0,
     "mig": 0,
     "runners": 1,

@@ -15,6 +15,7 @@ from ._values import (
 )
 from .async_mode import AsyncSettings
 from .errors import ConfigError
+from .plan import PlanSettings, is_auto
 
 GmiBackend = Literal["auto", "mps", "mig", "direct", "cpu"]
 GmiMode = Literal["sync", "async", "serve"]
@@ -65,6 +66,8 @@ class GmiConfig:
             run on all of the device's cores, each with thread pools sized to its share, and
             the OS balances them), or ``auto`` (see :mod:`isaacgymenvs_gmi.placement.cpu_sets`).
         async_: ``gmi.async.*``, the A3C runner's settings.
+        plan: ``gmi.plan.*``, how ``gmi.per_gpu=auto`` is searched. A run is planned with a
+            number: the planner (:mod:`isaacgymenvs_gmi.planner`) replaces ``auto`` first.
     """
 
     per_gpu: int = 1
@@ -79,6 +82,7 @@ class GmiConfig:
     channels: GmiChannels = "multi"
     cores: GmiCores = "auto"
     async_: AsyncSettings = AsyncSettings()
+    plan: PlanSettings = PlanSettings()
 
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str = "gmi") -> GmiConfig:
@@ -92,7 +96,15 @@ class GmiConfig:
         check_known_keys(prefix, given, known)
         defaults = cls()
 
-        per_gpu = check_int(f"{prefix}.per_gpu", given.get("per_gpu", defaults.per_gpu), minimum=1)
+        raw_per_gpu = given.get("per_gpu", defaults.per_gpu)
+        if is_auto(raw_per_gpu):
+            raise ConfigError(
+                f"{prefix}.per_gpu",
+                "auto",
+                "is chosen by the planner before a run is planned: train.py does it; from "
+                "Python call isaacgymenvs_gmi.planner.resolve_auto(cfg) first",
+            )
+        per_gpu = check_int(f"{prefix}.per_gpu", raw_per_gpu, minimum=1)
         raw_gpus = given.get("num_gpus", defaults.num_gpus)
         num_gpus = (
             None if raw_gpus is None else check_int(f"{prefix}.num_gpus", raw_gpus, minimum=1)
@@ -119,6 +131,7 @@ class GmiConfig:
         )
         cores = check_choice(f"{prefix}.cores", given.get("cores", defaults.cores), GMI_CORES)
         async_ = AsyncSettings.from_cfg(given.get("async"), prefix=f"{prefix}.async")
+        plan = PlanSettings.from_cfg(given.get("plan"), prefix=f"{prefix}.plan")
 
         return cls(
             per_gpu=per_gpu,
@@ -133,6 +146,7 @@ class GmiConfig:
             channels=cast(GmiChannels, channels),
             cores=cast(GmiCores, cores),
             async_=async_,
+            plan=plan,
         )
 
 

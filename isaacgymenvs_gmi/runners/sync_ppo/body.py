@@ -140,6 +140,7 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         print(f"mean episode reward: {played[0]:.3f}, mean episode length: {played[1]:.1f}")
         return RunResult(played[0], played[1], 0, None, [])
     algo = observer.algo
+    frames_per_epoch = plan.num_envs * plan.train.horizon_length * plan.world_size
     return RunResult(
         mean_reward=observer.mean_reward,
         mean_length=observer.mean_length,
@@ -148,4 +149,5 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         history=observer.history,
         stopped_by=getattr(algo, "stopped_by", None),
         checkpoint=getattr(algo, "last_checkpoint", None) if rank == 0 else None,
+        epoch_rates=[frames_per_epoch / max(t, 1e-9) for t in getattr(algo, "epoch_seconds", [])],
     )

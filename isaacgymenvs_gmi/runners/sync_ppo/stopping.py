@@ -20,9 +20,11 @@ class StoppableAgent(A2CAgent):
         self.should_stop = should_stop
         self.stopped_by: int | None = None  # the signal that ended training early
         self.last_checkpoint: str | None = None  # the file written last by this agent
+        self.epoch_seconds: list[float] = []  # rl-games' play + update time of each epoch
 
     def train_epoch(self):
         result = super().train_epoch()
+        self.epoch_seconds.append(float(result[3]))
         signum = self.should_stop()
         if signum is not None and self.stopped_by is None:
             self.stopped_by = signum

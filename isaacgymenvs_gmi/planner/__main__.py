@@ -1,0 +1,99 @@
+"""Search a task's GMI configuration and print what to run:
+
+    python -m isaacgymenvs_gmi.planner task=Ant [overrides ...] [--out DIR]
+
+Overrides are ``train.py``'s. Without ``gmi.per_gpu=auto`` or ``num_envs=auto`` among them,
+``gmi.per_gpu=auto`` is searched. Prints the search table (candidate, env steps/s, memory, Sat,
+projection, decision), writes it as JSON and a plot to ``DIR`` (default: the current folder),
+and prints the ``train.py`` command line of the choice. A cached search is shown as stored;
+``gmi.plan.replan=true`` searches again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+import warnings
+from pathlib import Path
+
+CFG_DIR = Path(__file__).resolve().parents[2] / "cfg"
+PLANNED_KEYS = (  # what the printed command line sets from the choice, or no longer needs
+    "gmi.per_gpu=",
+    "num_envs=",
+    "train.params.config.minibatch_size=",
+    "gmi.cores=",
+    "gmi.plan.",
+)
+
+
+def compose(overrides: list[str]):
+    """The config ``python train.py <overrides>`` would see."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from isaacgymenvs_gmi.config import register_resolvers
+
+    register_resolvers()
+    warnings.filterwarnings("ignore", message="(?s).*version_base")  # kept on purpose, as train.py
+    with initialize_config_dir(config_dir=str(CFG_DIR), version_base="1.1"):
+        return hydra_compose("config", overrides=overrides)
+
+
+def main(argv: list[str]) -> int:
+    out_dir = Path(".")
+    overrides = []
+    for arg in argv:
+        if arg.startswith("--out="):
+            out_dir = Path(arg.split("=", 1)[1])
+        elif arg in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        else:
+            overrides.append(arg)
+    if not any(a in ("gmi.per_gpu=auto", "num_envs=auto") for a in overrides):
+        overrides.append("gmi.per_gpu=auto")
+    logging.basicConfig(level=logging.WARNING, format="[%(name)s] %(message)s")
+    from isaacgymenvs_gmi.config import ConfigError
+
+    from . import NoRunnableCandidate, choose
+    from .report import plot, table
+
+    try:
+        choice = choose(compose(overrides))
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except NoRunnableCandidate as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    rows = choice.result["rows"]
+    print(table(rows))
+    kept = [a for a in overrides if not a.startswith(PLANNED_KEYS)]
+    command = "python train.py " + " ".join(shlex.quote(a) for a in kept + choice.overrides())
+    task = choice.cfg.task_name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / f"plan-{task}.json"
+    json_path.write_text(
+        json.dumps(
+            {
+                "task": task,
+                "overrides": overrides,
+                "command": command,
+                "from_cache": choice.from_cache,
+                "cache": str(choice.cache_path),
+                **choice.result,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    png = plot(rows, f"{task}: candidates on one device", out_dir / f"plan-{task}.png")
+    print(f"wrote {json_path} and {png}")
+    print(f"run it with:\n  {command}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

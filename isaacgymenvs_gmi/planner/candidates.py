@@ -1,0 +1,136 @@
+"""The planner's search space and what each candidate changes in the user's config.
+
+Two requests (:class:`Request`):
+
+- ``gmi.per_gpu=auto`` with a number of envs: the learning problem stays the user's. The envs
+  the config gives are the device's total (as IsaacGymEnvs runs one process per GPU), split
+  evenly among its GMIs; ``minibatch_size`` follows the split so that every epoch still has
+  the config's number of minibatches.
+- ``num_envs=auto`` (the paper's free search): envs per GMI grow through powers of two in
+  ``[gmi.plan.min_envs, gmi.plan.max_envs]``, each with the config's minibatches per epoch.
+
+On a CPU device with fewer cores than GMIs, a shape is tried with its GMIs on disjoint core sets
+(``pinned``) and sharing the cores (``shared``), unless ``gmi.cores`` fixes one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.plan import PlanSettings
+
+from .search import Candidate, Shape
+
+GPU_MAX_PER_GPU = 10  # the paper's range of GMIs per GPU
+MB_KEY = "train.params.config.minibatch_size"
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user left to the planner, and the fixed parts of the problem.
+
+    Attributes:
+        per_gpu: GMIs per device, or None to search it.
+        total_envs: envs per device to split among its GMIs, or None for the free search.
+        horizon: ``horizon_length``.
+        minibatches: minibatches per epoch the config gives, or None when the config sizes
+            them per env (``minibatch_size_per_env``: nothing to adapt).
+        cores: ``gmi.cores`` as given.
+    """
+
+    per_gpu: int | None
+    total_envs: int | None
+    horizon: int
+    minibatches: int | None
+    cores: str = "auto"
+
+    @property
+    def free(self) -> bool:
+        return self.total_envs is None
+
+
+def split_envs(total: int, per_gpu: int, horizon: int, minibatches: int | None) -> int | None:
+    """Envs per GMI for ``per_gpu`` GMIs sharing ``total``: the largest count <= total/per_gpu
+    whose batch (``horizon`` x envs) splits into ``minibatches``; None if there is none."""
+    for envs in range(total // per_gpu, 0, -1):
+        if minibatches is None or (horizon * envs) % minibatches == 0:
+            return envs
+    return None
+
+
+def env_grid(settings: PlanSettings) -> tuple[int, ...]:
+    """Powers of two from ``min_envs`` to ``max_envs`` (both included when powers of two)."""
+    out, n = [], 1
+    while n <= settings.max_envs:
+        if n >= settings.min_envs:
+            out.append(n)
+        n *= 2
+    return tuple(out) or (settings.min_envs,)
+
+
+def max_per_gpu(settings: PlanSettings, *, gpu: bool, device_cores: int) -> int:
+    if settings.max_per_gpu is not None:
+        return settings.max_per_gpu
+    return GPU_MAX_PER_GPU if gpu else max(1, 2 * device_cores)
+
+
+def shapes(
+    request: Request, settings: PlanSettings, *, gpu: bool, device_cores: int
+) -> list[Shape]:
+    """Every shape to search, most GMIs first."""
+    counts = (
+        [request.per_gpu]
+        if request.per_gpu is not None
+        else list(range(max_per_gpu(settings, gpu=gpu, device_cores=device_cores), 0, -1))
+    )
+    out = []
+    for k in counts:
+        if request.free:
+            envs = tuple(
+                n
+                for n in env_grid(settings)
+                if request.minibatches is None or (request.horizon * n) % request.minibatches == 0
+            )
+        else:
+            one = split_envs(request.total_envs, k, request.horizon, request.minibatches)
+            envs = () if one is None else (one,)
+        if not envs:
+            continue
+        crowded = not gpu and k > device_cores
+        placements = (
+            ("pinned", "shared") if crowded and request.cores == "auto" else (request.cores,)
+        )
+        out += [Shape(k, envs, cores) for cores in placements]
+    return out
+
+
+def apply(cfg: DictConfig, cand: Candidate, request: Request) -> DictConfig:
+    """A copy of ``cfg`` that runs ``cand``: its GMIs, envs, placement and minibatch."""
+    out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    with open_dict(out):
+        out.gmi.per_gpu = cand.per_gpu
+        out.num_envs = cand.num_envs
+        out.task.env.numEnvs = cand.num_envs
+        if cand.cores != "auto":
+            out.gmi.cores = cand.cores
+        if request.minibatches is not None:
+            mb = request.horizon * cand.num_envs // request.minibatches
+            OmegaConf.update(out, MB_KEY, mb, merge=False)
+    return out
+
+
+def minibatches_of(train_config: dict, horizon: int, envs: int) -> int | None:
+    """Minibatches per epoch the train config gives for ``envs`` envs in one process (None when
+    it sizes minibatches per env)."""
+    if train_config.get("minibatch_size") is None:
+        return None
+    minibatch = int(train_config["minibatch_size"])
+    batch = horizon * envs
+    if batch % minibatch:
+        raise ConfigError(
+            MB_KEY, minibatch, f"must divide the batch horizon_length * num_envs = {batch}"
+        )
+    return batch // minibatch

@@ -1,0 +1,252 @@
+"""Algorithm 2 of the paper (§5.2): which GMIs per device and envs per GMI to run, found by
+profiling. A pure function over a profiler callback, so every decision is tested with a table of
+fake profiles.
+
+The search walks *shapes* (GMIs per device and, on a crowded CPU device, how they share its
+cores) from the most GMIs to the fewest; inside a shape it grows num_env:
+
+- a candidate that does not run (crash, hang, out of memory, refused) is skipped;
+- from the second runnable candidate of a shape on, Sat = (dtop/top) / (dmem/mem) against the
+  previous runnable one; Sat < alpha ends the shape (the GMI is saturated: more envs buy memory,
+  not throughput);
+- every runnable, unsaturated candidate is projected to the whole system and the best kept.
+
+Where it goes beyond the paper:
+
+- The paper's line 14 skips projecting a shape's first runnable candidate; here it is projected
+  (a shape with one num_env, as when the total number of envs is kept, could never win).
+- Projections within ``tie`` of the best are ties (measurement noise on shared machines is a
+  few percent): the candidate with fewer GMIs, then less memory, wins.
+- Memory model: a line ``memory per GMI = a + b * num_env`` fitted to the runnable probes
+  predicts a candidate's memory; a candidate predicted above the cap is pruned unrun.
+- The sweep over GMIs per device stops once a count projects below the previous count (it
+  stopped improving).
+- A time budget bounds the whole search; a trial gets at most what is left of it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+TIE = 0.02  # projections this close (relative) are equal within measurement noise
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration: ``per_gpu`` GMIs per device of ``num_envs`` envs each; ``cores``:
+    how a crowded CPU device's GMIs share its cores (``pinned``/``shared``), else ``auto``."""
+
+    per_gpu: int
+    num_envs: int
+    cores: str = "auto"
+
+    def label(self) -> str:
+        cores = "" if self.cores == "auto" else f" {self.cores}"
+        return f"per_gpu={self.per_gpu} num_envs={self.num_envs}{cores}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An outer-loop point: GMIs per device, their placement, and the num_env values to grow
+    through (envs per GMI, ascending)."""
+
+    per_gpu: int
+    envs: tuple[int, ...]
+    cores: str = "auto"
+
+    def candidates(self) -> list[Candidate]:
+        return [Candidate(self.per_gpu, n, self.cores) for n in self.envs]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a trial of one candidate measured (on one device)."""
+
+    runnable: bool
+    env_steps_per_s: float = 0.0  # every GMI of the device together, warm-up left out
+    memory_mb: float = 0.0  # peak, every GMI of the device together
+    reason: str = ""  # why it is not runnable
+    seconds: float = 0.0  # wall time of the trial
+
+    @classmethod
+    def failed(cls, reason: str, seconds: float = 0.0) -> Profile:
+        return cls(False, reason=reason, seconds=seconds)
+
+
+@dataclass
+class Row:
+    """One line of the search table."""
+
+    candidate: Candidate
+    profile: Profile | None  # None: not run (pruned, or no budget left)
+    sat: float | None = None
+    projected: float | None = None
+    decision: str = ""
+
+
+@dataclass
+class SearchResult:
+    best: Candidate | None
+    projected: float  # the best candidate's projected system throughput (-inf: none ran)
+    rows: list[Row] = field(default_factory=list)
+    ended: str = "searched every shape"
+    seconds: float = 0.0
+
+    @property
+    def trials(self) -> int:
+        return sum(1 for r in self.rows if r.profile is not None and r.profile.seconds > 0)
+
+    def best_row(self) -> Row | None:
+        return next((r for r in self.rows if r.candidate == self.best and r.projected), None)
+
+
+Profiler = Callable[[Candidate, float], Profile]  # (candidate, seconds it may take) -> profile
+Estimate = Callable[[Candidate, Profile], float]  # projected system throughput
+
+
+def saturation(top: float, mem: float, pre_top: float, pre_mem: float) -> float:
+    """Sat = R_top / R_mem of the paper (lines 17-19). Without a memory increase: +inf when the
+    throughput grew, -inf otherwise (saturated)."""
+    r_top = (top - pre_top) / pre_top
+    r_mem = (mem - pre_mem) / pre_mem
+    if r_mem <= 0:
+        return math.inf if r_top > 0 else -math.inf
+    return r_top / r_mem
+
+
+class MemoryModel:
+    """Least-squares line of memory per GMI against envs per GMI, over the runnable probes."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[float, float]] = []
+
+    def add(self, c: Candidate, p: Profile) -> None:
+        if p.runnable and p.memory_mb > 0:
+            self.points.append((float(c.num_envs), p.memory_mb / c.per_gpu))
+
+    def predict(self, c: Candidate) -> float | None:
+        """Predicted memory of the device's GMIs in MiB, or None with too few distinct probes."""
+        xs = [x for x, _ in self.points]
+        if len(set(xs)) < 2:
+            return None
+        n = len(xs)
+        mx, my = sum(xs) / n, sum(y for _, y in self.points) / n
+        sxx = sum((x - mx) ** 2 for x in xs)
+        b = sum((x - mx) * (y - my) for x, y in self.points) / sxx
+        a = my - b * mx
+        return c.per_gpu * (a + max(b, 0.0) * c.num_envs)
+
+
+def _better(c: Candidate, top: float, mem: float, best: tuple | None, tie: float) -> bool:
+    """Does ``c`` (projected ``top``, memory ``mem``) beat ``best`` = (candidate, top, mem)?"""
+    if best is None:
+        return True
+    bc, btop, bmem = best
+    if top > btop * (1 + tie):
+        return True
+    if top < btop * (1 - tie):
+        return False
+    return (c.per_gpu, mem) < (bc.per_gpu, bmem)  # a tie: fewer GMIs, then less memory
+
+
+def search(
+    shapes: Sequence[Shape],
+    profile: Profiler,
+    estimate: Estimate,
+    *,
+    alpha: float,
+    budget_s: float = math.inf,
+    memory_cap_mb: float | None = None,
+    tie: float = TIE,
+    clock: Callable[[], float] = time.monotonic,
+    on_row: Callable[[Row, int, int], None] | None = None,
+) -> SearchResult:
+    """Run Algorithm 2 over ``shapes`` (searched in order of decreasing ``per_gpu``).
+
+    Args:
+        profile: runs one candidate within the seconds given and says what it measured.
+        estimate: the projected system throughput of a runnable candidate.
+        alpha: the Sat threshold.
+        budget_s: the whole search's time bound.
+        memory_cap_mb: candidates the memory model predicts above it are not run.
+        on_row: called with each finished row, the rows done and the candidates at most left.
+    """
+    ordered = sorted(shapes, key=lambda s: -s.per_gpu)  # stable: placements keep their order
+    start = clock()
+    rows: list[Row] = []
+    best: tuple[Candidate, float, float] | None = None
+    model = MemoryModel()
+    trial_times: list[float] = []
+    best_of: dict[int, float] = {}  # per_gpu -> best projection
+    ended = "searched every shape"
+    total = sum(len(s.envs) for s in ordered)
+
+    def emit(row: Row) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row, len(rows), total)
+
+    def left() -> float:
+        return budget_s - (clock() - start)
+
+    for shape in ordered:
+        if _stopped_improving(best_of, shape.per_gpu, tie):
+            ended = f"stopped at per_gpu={shape.per_gpu}: fewer GMIs stopped improving"
+            break
+        pre: tuple[float, float] | None = None
+        for cand in shape.candidates():
+            predicted = model.predict(cand)
+            if memory_cap_mb is not None and predicted is not None and predicted > memory_cap_mb:
+                emit(Row(cand, None, decision=f"pruned: {predicted:,.0f} MiB predicted > cap"))
+                break  # more envs need more memory still
+            expected = sorted(trial_times)[len(trial_times) // 2] if trial_times else 0.0
+            if left() <= 0 or (trial_times and expected > left()):
+                ended = "the time budget ran out"
+                break
+            prof = profile(cand, left())
+            if prof.seconds > 0:
+                trial_times.append(prof.seconds)
+            if not prof.runnable:
+                emit(Row(cand, prof, decision=f"not runnable: {prof.reason}"))
+                continue
+            model.add(cand, prof)
+            sat = None
+            if pre is not None:
+                sat = saturation(prof.env_steps_per_s, prof.memory_mb, *pre)
+            pre = (prof.env_steps_per_s, prof.memory_mb)
+            if sat is not None and sat < alpha:
+                emit(Row(cand, prof, sat, decision=f"saturated (Sat < {alpha:g})"))
+                break
+            top = estimate(cand, prof)
+            best_of[cand.per_gpu] = max(best_of.get(cand.per_gpu, -math.inf), top)
+            if _better(cand, top, prof.memory_mb, best, tie):
+                best = (cand, top, prof.memory_mb)
+                emit(Row(cand, prof, sat, top, "best so far"))
+            else:
+                emit(Row(cand, prof, sat, top, "kept looking"))
+        if ended == "the time budget ran out":
+            break
+    if best is not None:
+        for row in rows:
+            if row.candidate == best[0] and row.decision == "best so far":
+                row.decision = "chosen"
+    return SearchResult(
+        best=best[0] if best else None,
+        projected=best[1] if best else -math.inf,
+        rows=rows,
+        ended=ended,
+        seconds=clock() - start,
+    )
+
+
+def _stopped_improving(best_of: dict[int, float], per_gpu: int, tie: float) -> bool:
+    """The last two GMI counts searched (both above ``per_gpu``) ran, and the smaller one
+    projects below the larger one beyond the tie band."""
+    done = sorted((k for k in best_of if k > per_gpu), reverse=False)
+    if len(done) < 2:
+        return False
+    fewer, more = done[0], done[1]
+    return best_of[fewer] < best_of[more] * (1 - tie)

@@ -1,0 +1,226 @@
+"""One trial of the planner: a short real run of a candidate, in processes of its own.
+
+The candidate's config (the user's, with the candidate's GMIs, envs, placement and minibatch, a
+few epochs, a throw-away run folder, one device) is first planned here, so a configuration the
+launcher refuses is recorded as such without starting anything. Then
+:mod:`.trial_main` runs it through the same launcher and GMI bodies as ``train.py``, in a new
+process group, while this side watches it:
+
+- the group's memory (resident on the CPU, device memory on a GPU), its peak kept; above the cap
+  the trial is stopped and recorded as out of memory;
+- the clock: a trial not done within its time is stopped and recorded as hanging;
+- its end: a failed trial is recorded with its reason (out of memory when the error says so:
+  XLA ``RESOURCE_EXHAUSTED``, CUDA out of memory, ``MemoryError``, or a kill by the kernel).
+
+A trial is stopped as a user would stop a run (SIGTERM: the launcher passes it to its GMIs), then
+once more (the launcher kills its GMIs), then its whole group is killed, so no process of a trial
+outlives it. An OOM or MPS fault can poison a CUDA context, which is why trials never run in the
+planner's own process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.plan import PlanSettings
+from isaacgymenvs_gmi.launch import plan_run
+
+from .candidates import Request, apply
+from .memory import host_sampler
+from .search import Candidate, Profile
+
+log = logging.getLogger(__name__)
+POLL_S = 0.25
+MEMORY_EVERY_S = 0.5
+STOP_GRACE_S = 5.0
+OOM_MARKS = (
+    "RESOURCE_EXHAUSTED",
+    "out of memory",
+    "OutOfMemoryError",
+    "MemoryError",
+    "cudaErrorMemoryAllocation",
+)
+
+
+@dataclass(frozen=True)
+class TrialSetup:
+    """What every trial of one search shares.
+
+    Attributes:
+        cfg: the user's composed config (``auto`` values still in it).
+        request: what is searched, and the fixed parts of the problem.
+        settings: ``gmi.plan.*``.
+        memory_cap_mb: the cap on a trial's memory.
+        cores: the cores of the device trials run on (CPU devices), None to keep this
+            process's.
+        memory: makes the memory sampler of a trial's process group (host or device memory).
+        environ: extra environment variables for trial processes.
+    """
+
+    cfg: DictConfig
+    request: Request
+    settings: PlanSettings
+    memory_cap_mb: float
+    cores: tuple[int, ...] | None = None
+    memory: Callable[[int], Callable[[], float]] = host_sampler
+    environ: Mapping[str, str] | None = None
+
+
+def trial_config(setup: TrialSetup, cand: Candidate, run_dir: str) -> DictConfig:
+    """The config a trial of ``cand`` runs: the candidate on one device for a few epochs, its
+    files in ``run_dir``, no checkpoint loaded or played."""
+    out = apply(setup.cfg, cand, setup.request)
+    with open_dict(out):
+        out.gmi.num_gpus = 1
+        out.max_iterations = setup.settings.epochs
+        out.train_dir = run_dir
+        out.experiment = "plan_trial"
+        out.test = False
+        out.checkpoint = ""
+        out.wandb_activate = False
+        horizon = int(OmegaConf.select(out, "train.params.config.horizon_length"))
+        OmegaConf.update(out, "serve.record", None, merge=True)
+        OmegaConf.update(out, "serve.steps", setup.settings.epochs * horizon, merge=True)
+        OmegaConf.update(out, "train.params.config.save_frequency", 0, merge=False)
+    return out
+
+
+def run_trial(setup: TrialSetup, cand: Candidate, seconds: float) -> Profile:
+    """Run ``cand`` for at most ``seconds`` (and ``gmi.plan.timeout_s``); what it measured."""
+    limit = min(float(setup.settings.timeout_s), seconds)
+    with tempfile.TemporaryDirectory(prefix="gmi-plan-") as tmp:
+        cfg = trial_config(setup, cand, str(Path(tmp) / "runs"))
+        try:
+            with _quiet_planning():
+                plan_run(cfg)
+        except ConfigError as err:
+            return Profile.failed(f"refused: {err}")
+        spec, out, log_path = Path(tmp) / "spec.json", Path(tmp) / "out.json", Path(tmp) / "log"
+        spec.write_text(
+            json.dumps(
+                {
+                    "config": OmegaConf.to_container(cfg, resolve=True),
+                    "cores": list(setup.cores) if setup.cores else None,
+                    "warmup_epochs": setup.settings.warmup_epochs,
+                }
+            )
+        )
+        start = time.monotonic()
+        with open(log_path, "wb") as log_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "isaacgymenvs_gmi.planner.trial_main", str(spec), str(out)],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: watched and stopped as one
+                env={**os.environ, **(setup.environ or {})},
+            )
+            try:
+                peak, stopped = _watch(proc, setup, limit)
+            finally:
+                stop_group(proc)
+        seconds_taken = time.monotonic() - start
+        if stopped:
+            return Profile.failed(
+                stopped.format(limit=limit, peak=peak, cap=setup.memory_cap_mb), seconds_taken
+            )
+        report = _read(out)
+        if proc.returncode != 0 or not report.get("ok"):
+            reason = _failure(proc.returncode, report, log_path.read_text(errors="replace"))
+            return Profile.failed(reason, seconds_taken)
+        return Profile(
+            True,
+            env_steps_per_s=float(report["rate"]),
+            memory_mb=peak,
+            seconds=seconds_taken,
+        )
+
+
+@contextlib.contextmanager
+def _quiet_planning():
+    """Planning a candidate repeats what planning the request said (device fallbacks, ignored
+    keys): say it once."""
+    package = logging.getLogger("isaacgymenvs_gmi")
+    level = package.level
+    package.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        package.setLevel(level)
+
+
+def _watch(proc: subprocess.Popen, setup: TrialSetup, limit: float) -> tuple[float, str]:
+    """Wait for the trial; returns its peak memory (MiB) and why it was stopped ('' if not)."""
+    sample = setup.memory(proc.pid)
+    deadline = time.monotonic() + limit
+    peak, next_sample = 0.0, 0.0
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now >= next_sample:
+            peak = max(peak, sample())
+            next_sample = now + MEMORY_EVERY_S
+            if peak > setup.memory_cap_mb:
+                return peak, "out of memory: {peak:,.0f} MiB held > cap {cap:,.0f} MiB"
+        if now >= deadline:
+            why = (
+                "hang: no result within {limit:.0f} s (gmi.plan.timeout_s)"
+                if limit >= setup.settings.timeout_s
+                else "stopped: the search's time budget ran out ({limit:.0f} s left)"
+            )
+            return peak, why
+        time.sleep(POLL_S)
+    return peak, ""
+
+
+def stop_group(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
+    """Stop a trial and everything in its process group; returns once the trial is reaped."""
+    for _ in range(2):  # a stop request, then the launcher's own teardown
+        if proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left
+    proc.wait()
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _failure(code: int | None, report: dict, log_text: str) -> str:
+    """Why a finished trial failed, in one line."""
+    error = report.get("error") or _last_error_line(log_text) or f"exit code {code}"
+    text = f"{error}\n{log_text[-20000:]}"
+    if any(mark in text for mark in OOM_MARKS):
+        return f"out of memory: {error}"
+    if code == -signal.SIGKILL:
+        return "out of memory: killed by SIGKILL (the kernel's out-of-memory killer)"
+    return f"crash: {error}"
+
+
+def _last_error_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if line.startswith(("error:", "RuntimeError", "Error", "Traceback")) or "Error:" in line:
+            return line[:300]
+    return lines[-1][:300] if lines else ""
