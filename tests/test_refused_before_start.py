@@ -12,7 +12,7 @@ import psutil
 import pytest
 import torch
 
-from isaacgymenvs_gmi import launch
+from isaacgymenvs_gmi import launch, planner
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.sim import mujoco_backend
 
@@ -111,6 +111,34 @@ def nothing_may_start(monkeypatch):
     assert after <= before, "a child process was created"
 
 
+BAD_PLAN_REQUESTS = [  # gmi.per_gpu=auto / num_envs=auto: refused before any trial run
+    (["gmi.plan.alpha=0"], "gmi.plan.alpha"),
+    (["gmi.plan.alpha=-0.1"], "gmi.plan.alpha"),
+    (["gmi.plan.budget_s=0"], "gmi.plan.budget_s"),
+    (["gmi.plan.budget_s=-5"], "gmi.plan.budget_s"),
+    (["gmi.plan.epochs=3", "gmi.plan.warmup_epochs=2"], "gmi.plan.warmup_epochs"),
+    (["gmi.plan.max_envs=64"], "gmi.plan.max_envs"),
+    (["gmi.plan.timeout_s=0"], "gmi.plan.timeout_s"),
+    (["+gmi.plan.speed=1"], "gmi.plan.speed"),
+    (["gmi.mode=async"], "gmi.per_gpu"),
+    (["train.params.config.learning_rate=-1"], "train.params.config.learning_rate"),
+    (["train.params.config.minibatch_size=1000"], "train.params.config.minibatch_size"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key"), BAD_PLAN_REQUESTS, ids=lambda v: str(v))
+def test_bad_plan_requests_are_refused_before_any_trial(
+    compose_cfg, nothing_may_start, overrides, key, tmp_path
+):
+    cfg = compose_cfg(
+        "task=Cartpole", "gmi.per_gpu=auto", f"gmi.plan.cache_dir={tmp_path}", *overrides
+    )
+    with pytest.raises(ConfigError) as refused:
+        planner.choose(cfg)
+    assert refused.value.key == key, str(refused.value)
+    assert not any(tmp_path.iterdir())  # no cache entry either
+
+
 @pytest.mark.parametrize(("overrides", "key"), BAD_INPUTS, ids=lambda v: str(v))
 def test_refused_before_start_naming_the_key(compose_cfg, nothing_may_start, overrides, key):
     cfg = compose_cfg(*overrides)
@@ -165,6 +193,7 @@ def test_good_inputs_still_pass(compose_cfg):
         (["train.params.config.gamma=5"], "train.params.config.gamma"),
         (["experiment=../../x"], "experiment"),
         (["gmi.per_gpu=1000"], "gmi.per_gpu"),
+        (["gmi.per_gpu=auto", "gmi.plan.alpha=0"], "gmi.plan.alpha"),
     ],
 )
 def test_train_py_exits_2_with_one_line(overrides, key):

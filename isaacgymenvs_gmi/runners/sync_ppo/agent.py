@@ -39,8 +39,8 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
         before_epoch: EpochHook = no_fault,
         should_stop: StopCheck = never_stop,
     ):
-        super().__init__(base_name, params, should_stop=should_stop)
-        self.before_epoch, self.telemetry = before_epoch, telemetry
+        super().__init__(base_name, params, should_stop=should_stop, before_epoch=before_epoch)
+        self.telemetry = telemetry
         group = self.group = lockstep.group
         swapped = self.replicate(lockstep)
         announce(group, swapped)
@@ -55,7 +55,6 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
         return result
 
     def train_epoch(self):
-        self.before_epoch(self.epoch_num + 1)
         if self.epoch_num % CHECK_EVERY == 0:  # before the first update, then periodically
             self.group.check_same(self.replicas(), f"after {self.epoch_num} epochs")
         result = super().train_epoch()  # includes the (collective) stop check

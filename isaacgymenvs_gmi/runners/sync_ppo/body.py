@@ -118,7 +118,10 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         from .stopping import StoppableAgent
 
         runner.algo_factory.register_builder(
-            "a2c_continuous", lambda **kw: StoppableAgent(should_stop=ctx.should_stop, **kw)
+            "a2c_continuous",
+            lambda **kw: StoppableAgent(
+                should_stop=ctx.should_stop, before_epoch=ctx.before_epoch, **kw
+            ),
         )
     runner.load({"params": params})
     runner.reset()

@@ -5,24 +5,34 @@ from __future__ import annotations
 
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
+from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
 
 
 class StoppableAgent(A2CAgent):
-    """``a2c_continuous`` plus a stop check after every epoch.
+    """``a2c_continuous`` plus a stop check after every epoch (and the fault-injection hook
+    before it).
 
     When ``should_stop`` returns a signal, the agent makes the epoch just finished its last one:
     rl-games' own end of training then writes the final ``last_*`` checkpoint and returns.
     """
 
-    def __init__(self, base_name, params, *, should_stop: StopCheck = never_stop):
+    def __init__(
+        self,
+        base_name,
+        params,
+        *,
+        should_stop: StopCheck = never_stop,
+        before_epoch: EpochHook = no_fault,
+    ):
         super().__init__(base_name, params)
-        self.should_stop = should_stop
+        self.should_stop, self.before_epoch = should_stop, before_epoch
         self.stopped_by: int | None = None  # the signal that ended training early
         self.last_checkpoint: str | None = None  # the file written last by this agent
         self.epoch_seconds: list[float] = []  # rl-games' play + update time of each epoch
 
     def train_epoch(self):
+        self.before_epoch(self.epoch_num + 1)
         result = super().train_epoch()
         self.epoch_seconds.append(float(result[3]))
         signum = self.should_stop()
