@@ -8,7 +8,9 @@ STAMP := $(VENV)/.installed
 
 # Main job: Ant split across 3 GMIs. CPU defaults sized to finish within minutes on a 2-core
 # machine while the reward climbs (numEnvs is per GMI: 3 x 512 envs); on a GPU machine drop them
-# (`make train TRAIN_ARGS=`) to use the task's own settings.
+# (`make train TRAIN_ARGS=`) to use the task's own settings. With fewer cores than GMIs the GMIs
+# share the cores (gmi.cores=auto); `make train GMI_ARGS=gmi.per_gpu=auto` lets the planner
+# choose GMIs per device by measuring (the README's planner section).
 GMI_ARGS ?= gmi.per_gpu=3
 TRAIN_ARGS ?= num_envs=512 train.params.config.minibatch_size=4096 max_iterations=300
 PYTEST_ARGS ?=

@@ -46,6 +46,7 @@ setup(
         "isaacgymenvs_gmi.runners.sync_ppo",
         "isaacgymenvs_gmi.runners.async_ppo",
         "isaacgymenvs_gmi.runners.serve",
+        "isaacgymenvs_gmi.planner",
         "isaacgymenvs_gmi.tasks",
         "isaacgymenvs_gmi.tasks.assets",
         "isaacgymenvs_gmi.patches",

@@ -58,9 +58,13 @@ def rows() -> list[str]:
     scaling = _load("gmi_scaling")
     if scaling:
         r = scaling["ratios_vs_one_gmi"]
-        one = scaling["runs"]["1"][-1]["env_steps_per_s"]
+
+        def typical(layout: str) -> float:  # median over the repeats
+            return statistics.median(x["env_steps_per_s"] for x in scaling["runs"][layout])
+
+        one = typical("1")
         for t in (k for k in scaling["runs"] if k != "1"):
-            mine = scaling["runs"][t][-1]["env_steps_per_s"]
+            mine = typical(t)
             per_gpu, _, cores = t.partition("/")
             shown = f"gmi.per_gpu={per_gpu}" + (f" gmi.cores={cores}" if cores else "")
             out.append(
@@ -69,6 +73,18 @@ def rows() -> list[str]:
                 f"| {'>= 0.9' if per_gpu == '3' else '>= 1.3'} "
                 f"| {scaling['machine']['cores']}-core CPU |"
             )
+    planner = _load("planner_vs_grid")
+    if planner:
+        best = max(g["env_steps_per_s"] for g in planner["grid"])
+        ratio = planner["pick_over_grid_best"]
+        out.append(
+            f"| Ant PPO env steps/s of the planner's pick ({planner['pick']}), "
+            f"{planner['total_envs']} envs per device, GMIs 1-4 | {ratio * best:,.0f} "
+            f"| best of the grid ({planner['grid_best']}): {best:,.0f} "
+            f"| **{ratio:.2f}** (search time / grid time "
+            f"{planner['search_over_grid_time']:.2f}) | >= 0.95 "
+            f"| {planner['machine']['cores']}-core CPU |"
+        )
     latency = _load("reduction_latency")
     if latency:
         cores = latency["machine"]["cores"]

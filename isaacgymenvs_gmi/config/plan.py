@@ -58,7 +58,7 @@ class PlanSettings:
 
     alpha: float = 0.1
     budget_s: float = 900.0
-    epochs: int = 8
+    epochs: int = 12
     warmup_epochs: int = 3
     timeout_s: int = 300
     memory_mb: int | None = None

@@ -19,7 +19,7 @@ Where it goes beyond the paper:
   few percent): the candidate with fewer GMIs, then less memory, wins.
 - Memory model: a line ``memory per GMI = a + b * num_env`` fitted to the runnable probes
   predicts a candidate's memory; a candidate predicted above the cap is pruned unrun.
-- The sweep over GMIs per device stops once a count projects below the previous count (it
+- The sweep over GMIs per device stops once fewer GMIs projected worse twice in a row (it
   stopped improving).
 - A time budget bounds the whole search; a trial gets at most what is left of it.
 """
@@ -243,10 +243,12 @@ def search(
 
 
 def _stopped_improving(best_of: dict[int, float], per_gpu: int, tie: float) -> bool:
-    """The last two GMI counts searched (both above ``per_gpu``) ran, and the smaller one
-    projects below the larger one beyond the tie band."""
-    done = sorted((k for k in best_of if k > per_gpu), reverse=False)
-    if len(done) < 2:
+    """The GMI counts searched so far (all above ``per_gpu``) fell twice in a row beyond the tie
+    band: the last count projects below the one before, which projects below the one before
+    it. One fall is not enough: on a CPU device, how evenly GMIs divide its cores makes the
+    curve uneven (measured on 2 cores: 4 GMIs pinned two to a core beat 3, and 2 beat both)."""
+    done = sorted((k for k in best_of if k > per_gpu), reverse=True)  # in the order searched
+    if len(done) < 3:
         return False
-    fewer, more = done[0], done[1]
-    return best_of[fewer] < best_of[more] * (1 - tie)
+    more, mid, fewer = (best_of[k] for k in done[-3:])
+    return mid < more * (1 - tie) and fewer < mid * (1 - tie)

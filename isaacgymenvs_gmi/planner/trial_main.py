@@ -2,8 +2,8 @@
 
 Runs the config in ``SPEC`` (JSON: the resolved config, the device's cores, the warm-up epochs)
 through the launcher, exactly as ``train.py`` would, and writes what it measured to ``OUT``
-(JSON, written whole or not at all): ``{"ok": true, "rate": ...}`` with the throughput of the
-epochs after warm-up (env steps/s of every GMI; predictions/s when serving), or
+(JSON, written whole or not at all): ``{"ok": true, "rate": ...}`` with the median throughput
+of the epochs after warm-up (env steps/s of every GMI; predictions/s when serving), or
 ``{"ok": false, "error": ...}``.
 """
 
@@ -12,19 +12,21 @@ from __future__ import annotations
 import json
 import logging
 import os
+import statistics
 import sys
 from pathlib import Path
 
 
 def measured_rate(result, mode: str, warmup_epochs: int) -> float:
-    """Throughput of a finished trial run: env steps over time of the epochs after warm-up
-    (sync), or the predictions/s the run measured after its own warm-up (serve)."""
+    """Throughput of a finished trial run: the median epoch's env steps/s after warm-up (sync;
+    one slow epoch, a stall on a shared machine, does not decide between candidates), or the
+    predictions/s the run measured after its own warm-up (serve)."""
     if mode == "serve":
         return float(result.rates["pps"])
     rates = result.epoch_rates[warmup_epochs:]
     if not rates:
         raise RuntimeError(f"no epoch after the {warmup_epochs} warm-up epoch(s) was measured")
-    return len(rates) / sum(1.0 / r for r in rates)  # equal frames per epoch: frames / time
+    return statistics.median(rates)
 
 
 def _write(path: Path, payload: dict) -> None:

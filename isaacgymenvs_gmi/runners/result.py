@@ -19,7 +19,7 @@ class RunResult:
     # throughput over the last window without warm-up, per second, all GMIs: "pps"
     # (predictions, async and serve), "ttop" (samples trained on, async)
     epoch_rates: list[float] = field(default_factory=list)
-    # sync training: env steps/s of all GMIs in each epoch (rl-games' play + update time)
+    # sync training: env steps/s of all GMIs in each epoch, over its wall time
     channels: dict = field(default_factory=dict)
     # async: transitions "produced", "consumed", "dropped", "in_flight"; "lag": policy lag ->
     # chunks trained on

@@ -3,6 +3,7 @@ projection, the cache key, and bad requests refused before anything starts."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -140,3 +141,12 @@ def test_planning_auto_directly_says_where_auto_is_resolved(compose_cfg):
 
     with pytest.raises(ConfigError, match="resolve_auto"):
         plan_run(compose_cfg("task=Cartpole", "gmi.per_gpu=auto"))
+
+
+def test_a_search_where_nothing_runs_fails_with_the_table(compose_cfg, tmp_path):
+    from isaacgymenvs_gmi.planner import NoRunnableCandidate, choose
+
+    cfg = compose_cfg("task=Cartpole", "gmi.per_gpu=auto", f"gmi.plan.cache_dir={tmp_path}")
+    with pytest.raises(NoRunnableCandidate, match="per_gpu=1 num_envs=512") as err:
+        choose(cfg, profiler=lambda c, s: Profile.failed("crash: no", 0.1), stream=io.StringIO())
+    assert "not runnable: crash: no" in str(err.value)

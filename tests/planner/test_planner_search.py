@@ -139,13 +139,22 @@ def test_the_memory_model_prunes_what_cannot_fit():
     assert model.predict(Candidate(4, 1024)) == pytest.approx(4 * 1124)
 
 
-def test_the_gmi_sweep_stops_once_fewer_gmis_stop_improving():
-    profile = fake({(4, 64): (50, 1), (3, 85): (80, 1), (2, 128): (60, 1), (1, 256): (99, 1)})
-    shapes = [Shape(k, (n,)) for k, n in ((4, 64), (3, 85), (2, 128), (1, 256))]
-    result = search(shapes, profile, measured, alpha=0.1)
-    assert [c.per_gpu for c in profile.asked] == [4, 3, 2]
-    assert result.best == Candidate(3, 85)
+def test_the_gmi_sweep_stops_once_fewer_gmis_stop_improving_twice():
+    table = {(5, 1): (50, 1), (4, 1): (80, 1), (3, 1): (60, 1), (2, 1): (55, 1), (1, 1): (99, 1)}
+    profile = fake(table)
+    result = search([Shape(k, (1,)) for k in (5, 4, 3, 2, 1)], profile, measured, alpha=0.1)
+    assert [c.per_gpu for c in profile.asked] == [5, 4, 3, 2]
+    assert result.best == Candidate(4, 1)
     assert result.ended.startswith("stopped at per_gpu=1")
+
+
+def test_one_dip_does_not_stop_the_gmi_sweep():
+    """Ant on 2 CPU cores as measured: 4 GMIs pinned two to a core beat 3, and 2 beat both."""
+    table = {(4, 1): (31.3, 1), (3, 1): (29.9, 1), (2, 1): (36.1, 1), (1, 1): (32.6, 1)}
+    profile = fake(table)
+    result = search([Shape(k, (1,)) for k in (4, 3, 2, 1)], profile, measured, alpha=0.1)
+    assert [c.per_gpu for c in profile.asked] == [4, 3, 2, 1]
+    assert result.best == Candidate(2, 1)
 
 
 def test_shapes_that_do_not_run_do_not_stop_the_sweep():

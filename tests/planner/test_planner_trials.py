@@ -199,3 +199,32 @@ def test_per_gpu_auto_trains_cartpole_with_the_chosen_configuration(searched, ca
     assert out.count(f"Cartpole: {c.num_envs} envs per GMI") == c.per_gpu  # each GMI's start
     rewards = [float(x) for x in re.findall(r"mean (?:episode )?reward (-?[\d.]+)", out)]
     assert rewards and max(rewards[-3:]) > 100, rewards  # it learns (random play: ~20)
+
+
+def test_the_cli_prints_the_table_writes_json_and_plot_and_the_command(
+    searched, cache_dir, tmp_path
+):
+    _, choice, _ = searched
+    args = [a for a in SEARCH if a != "gmi.per_gpu=auto"]  # the CLI searches per_gpu by default
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isaacgymenvs_gmi.planner",
+            *args,
+            f"gmi.plan.cache_dir={cache_dir}",
+            f"--out={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "candidate" in proc.stdout and "per_gpu=2 num_envs=256" in proc.stdout
+    command = "python train.py task=Cartpole " + " ".join(choice.overrides())
+    assert proc.stdout.rstrip().endswith(command)
+    written = json.loads((tmp_path / "plan-Cartpole.json").read_text())
+    assert written["from_cache"] and written["command"] == command
+    assert written["rows"] == choice.result["rows"]
+    assert (tmp_path / "plan-Cartpole.png").stat().st_size > 1000

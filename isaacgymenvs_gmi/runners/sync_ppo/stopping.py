@@ -3,6 +3,8 @@ to stop (see :mod:`isaacgymenvs_gmi.gmi.stop`), and remembers its last checkpoin
 
 from __future__ import annotations
 
+import time
+
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
@@ -29,12 +31,22 @@ class StoppableAgent(A2CAgent):
         self.should_stop, self.before_epoch = should_stop, before_epoch
         self.stopped_by: int | None = None  # the signal that ended training early
         self.last_checkpoint: str | None = None  # the file written last by this agent
-        self.epoch_seconds: list[float] = []  # rl-games' play + update time of each epoch
+        self._epoch_starts: list[float] = []  # perf_counter as each epoch starts
+        self._last_end = 0.0
+
+    @property
+    def epoch_seconds(self) -> list[float]:
+        """Wall time of each epoch, from its start to the next one's (the last: to its end):
+        play and update, and what runs between epochs (statistics, checkpoints, the
+        collectives that keep GMIs in step)."""
+        marks = [*self._epoch_starts, self._last_end]
+        return [b - a for a, b in zip(marks, marks[1:], strict=False)]
 
     def train_epoch(self):
+        self._epoch_starts.append(time.perf_counter())
         self.before_epoch(self.epoch_num + 1)
         result = super().train_epoch()
-        self.epoch_seconds.append(float(result[3]))
+        self._last_end = time.perf_counter()
         signum = self.should_stop()
         if signum is not None and self.stopped_by is None:
             self.stopped_by = signum
