@@ -172,7 +172,8 @@ def choose(
             )
             profiler = lambda cand, seconds: run_trial(setup, cand, seconds)  # noqa: E731
         result = _search(grid, profiler, ref, request, settings, cap, devices, gpu, stream)
-        cache.store(result)
+        if result["best"] is not None:  # a search where nothing ran is not worth keeping
+            cache.store(result)
     best = result["best"]
     if best is None:
         from .report import table

@@ -150,3 +150,4 @@ def test_a_search_where_nothing_runs_fails_with_the_table(compose_cfg, tmp_path)
     with pytest.raises(NoRunnableCandidate, match="per_gpu=1 num_envs=512") as err:
         choose(cfg, profiler=lambda c, s: Profile.failed("crash: no", 0.1), stream=io.StringIO())
     assert "not runnable: crash: no" in str(err.value)
+    assert not any(tmp_path.iterdir())  # nothing cached: the next run searches again

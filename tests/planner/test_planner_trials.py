@@ -38,6 +38,12 @@ def counted(monkeypatch) -> list[Candidate]:
     return runs
 
 
+def python(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
 def trial_processes() -> list[psutil.Process]:
     out = []
     for p in psutil.process_iter(["cmdline"]):
@@ -176,20 +182,13 @@ def test_injected_failures_are_not_runnable_with_their_reason(compose_cfg, tmp_p
 
 def test_per_gpu_auto_trains_cartpole_with_the_chosen_configuration(searched, cache_dir):
     _, choice, _ = searched
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            *SEARCH,
-            f"gmi.plan.cache_dir={cache_dir}",
-            "max_iterations=30",
-            "train.params.config.save_frequency=0",
-            f"train_dir={cache_dir / 'runs'}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = python(
+        "train.py",
+        *SEARCH,
+        f"gmi.plan.cache_dir={cache_dir}",
+        "max_iterations=30",
+        "train.params.config.save_frequency=0",
+        f"train_dir={cache_dir / 'runs'}",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
@@ -206,19 +205,12 @@ def test_the_cli_prints_the_table_writes_json_and_plot_and_the_command(
 ):
     _, choice, _ = searched
     args = [a for a in SEARCH if a != "gmi.per_gpu=auto"]  # the CLI searches per_gpu by default
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "isaacgymenvs_gmi.planner",
-            *args,
-            f"gmi.plan.cache_dir={cache_dir}",
-            f"--out={tmp_path}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = python(
+        "-m",
+        "isaacgymenvs_gmi.planner",
+        *args,
+        f"gmi.plan.cache_dir={cache_dir}",
+        f"--out={tmp_path}",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "candidate" in proc.stdout and "per_gpu=2 num_envs=256" in proc.stdout
