@@ -243,7 +243,9 @@ def _identity(ref: RunPlan, request: Request, settings: PlanSettings) -> dict[st
 
 def _decision(choice: Choice, ref: RunPlan, devices: int) -> str:
     c, r, req = choice.candidate, choice.result, choice.request
-    runnable = sum(1 for row in r["rows"] if row["env_steps_per_s"] is not None)
+    runnable = len(
+        {(x["per_gpu"], x["num_envs"], x["cores"]) for x in r["rows"] if x["env_steps_per_s"]}
+    )
     why = (
         f"the config's {req.total_envs} envs per device split over {c.per_gpu} GMI(s)"
         if not req.free

@@ -114,11 +114,10 @@ def test_ties_go_to_fewer_gmis(a, b, winner):
 
 def test_a_tie_between_equal_gmi_counts_goes_to_less_memory():
     shapes = [Shape(2, (256,), "pinned"), Shape(2, (256,), "shared")]
-    calls = iter([(100.0, 500.0), (100.0, 450.0)])
+    memory = {"pinned": 500.0, "shared": 450.0}
 
     def twice(c, left):
-        top, mem = next(calls)
-        return Profile(True, top, mem, seconds=1)
+        return Profile(True, 100.0, memory[c.cores], seconds=1)
 
     result = search(shapes, twice, measured, alpha=0.1)
     assert result.best == Candidate(2, 256, "shared")
@@ -184,3 +183,24 @@ def test_nothing_runnable_returns_no_best_with_every_reason():
     result = search([Shape(2, (1,)), Shape(1, (1,))], profile, measured, alpha=0.1)
     assert result.best is None and result.projected == -math.inf
     assert [r.decision for r in result.rows] == ["not runnable: hang: b", "not runnable: crash: a"]
+
+
+def test_close_candidates_are_measured_again_and_decided_on_the_mean():
+    """The first trials rank 1 GMI level with 2 (a slow trial of 2); measured again, 2 wins."""
+    runs = {(2, 768): [32.3, 37.5], (1, 1536): [31.9, 31.5], (3, 512): [29.4]}
+    asked = []
+
+    def profile(c, left):
+        asked.append((c.per_gpu, c.num_envs))
+        return Profile(True, runs[(c.per_gpu, c.num_envs)].pop(0), 1.0, seconds=1)
+
+    shapes = [Shape(3, (512,)), Shape(2, (768,)), Shape(1, (1536,))]
+    result = search(shapes, profile, measured, alpha=0.1)
+    assert asked == [(3, 512), (2, 768), (1, 1536), (2, 768), (1, 1536)]  # 3 is not close
+    assert result.best == Candidate(2, 768)
+    assert result.projected == pytest.approx((32.3 + 37.5) / 2)
+    assert [r.decision for r in result.rows][-2:] == [
+        "chosen",
+        "re-measured (projection: mean of 2 trials)",
+    ]
+    assert result.trials == 5

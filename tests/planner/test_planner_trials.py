@@ -59,7 +59,8 @@ def cache_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def searched(cache_dir) -> tuple:
-    """One real search (2 trials: 2 GMIs x 256 envs, 1 GMI x 512 envs), its printout."""
+    """One real search (2 GMIs x 256 envs, 1 GMI x 512 envs, and each again if they come within
+    5% of each other), its printout."""
     from tests.conftest import compose_config
 
     cfg = compose_config(*SEARCH, f"gmi.plan.cache_dir={cache_dir}")
@@ -71,12 +72,13 @@ def searched(cache_dir) -> tuple:
 def test_a_real_search_measures_every_candidate_and_caches_the_table(searched, cache_dir):
     cfg, choice, printed = searched
     rows = choice.result["rows"]
-    assert [(r["per_gpu"], r["num_envs"]) for r in rows] == [(2, 256), (1, 512)]
+    assert [(r["per_gpu"], r["num_envs"]) for r in rows[:2]] == [(2, 256), (1, 512)]
+    assert all(r["decision"].startswith(("re-measured", "chosen")) for r in rows[2:])  # if close
     for r in rows:
         assert r["runnable"], r
         assert r["env_steps_per_s"] > 1000 and 200 < r["memory_mb"] < 20000
         assert r["seconds"] > 0
-    assert choice.result["trials"] == 2 and not choice.from_cache
+    assert choice.result["trials"] == len(rows) and not choice.from_cache
     assert [r["decision"] for r in rows].count("chosen") == 1
     assert choice.candidate.per_gpu in (1, 2)
     # the chosen config keeps the 512 envs and the minibatches per epoch (one) of the config
@@ -119,7 +121,7 @@ def test_a_changed_config_misses_the_cache(searched, cache_dir, compose_cfg, cha
 
     cfg = compose_cfg(*SEARCH, f"gmi.plan.cache_dir={cache_dir}", *change)
     choice = choose(cfg, profiler=profiler, stream=io.StringIO())
-    assert len(asked) == 2 and not choice.from_cache
+    assert len(asked) >= 2 and not choice.from_cache  # searched again
 
 
 def test_a_changed_fingerprint_misses_the_cache(searched, cache_dir, compose_cfg):
@@ -132,7 +134,7 @@ def test_a_changed_fingerprint_misses_the_cache(searched, cache_dir, compose_cfg
     cfg = compose_cfg(*SEARCH, f"gmi.plan.cache_dir={cache_dir}")
     other = Inventory(cores=(*range(len(os.sched_getaffinity(0))), 99))
     choice = choose(cfg, profiler=profiler, inventory=other, stream=io.StringIO())
-    assert len(asked) == 2 and not choice.from_cache
+    assert len(asked) >= 2 and not choice.from_cache  # searched again
     assert choice.cache_path != searched[1].cache_path
 
 
