@@ -40,6 +40,7 @@ bench: install
 	$(BIN)/python bench/learning_curves.py
 	$(BIN)/python bench/task_learning.py
 	$(BIN)/python bench/gmi_scaling.py
+	$(BIN)/python bench/planner_vs_grid.py
 	$(BIN)/python bench/reduction_latency.py
 	$(BIN)/python bench/learning_parity.py
 	$(BIN)/python bench/intra_gpu_reduction.py

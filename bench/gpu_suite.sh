@@ -3,7 +3,7 @@
 # GPU benchmarks. Each step has its own time limit so one hang cannot eat the rest; a log of
 # every step and an archive of bench/results land in OUTDIR.
 #
-#   bash bench/gpu_suite.sh OUTDIR [STEP ...]     (steps: facts tests reduction mjx channels)
+#   bash bench/gpu_suite.sh OUTDIR [STEP ...]     (steps: facts tests reduction mjx channels plan)
 set -uo pipefail
 out=${1:?usage: bench/gpu_suite.sh OUTDIR [STEP ...]}
 shift
@@ -35,6 +35,10 @@ print(\"mujoco\", mujoco.__version__)'; which nvidia-cuda-mps-control"
     reduction) step reduction 400 "$py" bench/intra_gpu_reduction.py --epochs 20 --repeats 1 ;;
     mjx) step mjx 300 "$py" bench/env_throughput.py --tasks Ant Humanoid --rounds 1 --steps 10 ;;
     channels) step channels 300 "$py" bench/channel_transfer.py --device cuda --chunks 200 --repeats 2 ;;
+    plan)  # Algorithm 2 on the card (the paper's Table 10): GMIs per GPU and num_env for Ant
+        step plan 580 "$py" -m isaacgymenvs_gmi.planner task=Ant num_envs=auto gmi.per_gpu=auto \
+            gmi.plan.max_per_gpu=4 gmi.plan.max_envs=8192 gmi.plan.budget_s=540 \
+            "gmi.plan.cache_dir=$out/plans" "--out=$out" ;;
     *) echo "unknown step $s" ;;
     esac
 done
