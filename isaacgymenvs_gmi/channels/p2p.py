@@ -160,6 +160,11 @@ class RouteUplink(_Pumps):
         words, last, idle = None, 0.0, IDLE_S[0]
         while True:
             closing = self.closing.is_set()  # before the pass: it sends all published before
+            # The control words before the blocks: the actor counts a chunk once all its blocks
+            # are published, so every chunk these words count goes out below, ahead of them
+            # (read after the blocks, a chunk finished in between would be counted at the
+            # trainer before its blocks left, and lost with them if the actor dies).
+            now = [self.route.control(w) for w in range(CONTROL_LINES)]
             busy = False
             for i, ring in enumerate(rings):
                 while sent[i] < ring.head:
@@ -167,7 +172,6 @@ class RouteUplink(_Pumps):
                     self.link.send(ring.slot(sent[i]), self.peer, ROUTE_TAG)
                     sent[i] += 1
                     busy = True
-            now = [self.route.control(w) for w in range(CONTROL_LINES)]
             if now != words or closing or time.monotonic() - last > HEARTBEAT_S:
                 self.send_header(CONTROL, now, ROUTE_TAG)
                 words, last = now, time.monotonic()
