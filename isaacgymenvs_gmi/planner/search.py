@@ -103,9 +103,6 @@ class SearchResult:
     def trials(self) -> int:
         return sum(1 for r in self.rows if r.profile is not None and r.profile.seconds > 0)
 
-    def best_row(self) -> Row | None:
-        return next((r for r in self.rows if r.candidate == self.best and r.projected), None)
-
 
 Profiler = Callable[[Candidate, float], Profile]  # (candidate, seconds it may take) -> profile
 Estimate = Callable[[Candidate, Profile], float]  # projected system throughput
