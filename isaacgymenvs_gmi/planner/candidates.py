@@ -51,6 +51,14 @@ class Request:
     def free(self) -> bool:
         return self.total_envs is None
 
+    def splits(self, envs: int) -> bool:
+        """A GMI of ``envs`` envs has a batch that splits into the config's minibatches."""
+        return self.minibatches is None or (self.horizon * envs) % self.minibatches == 0
+
+    def minibatch_size(self, envs: int) -> int | None:
+        """``minibatch_size`` for a GMI of ``envs`` envs (None: sized per env, kept)."""
+        return None if self.minibatches is None else self.horizon * envs // self.minibatches
+
 
 def split_envs(total: int, per_gpu: int, horizon: int, minibatches: int | None) -> int | None:
     """Envs per GMI for ``per_gpu`` GMIs sharing ``total``: the largest count <= total/per_gpu
@@ -89,11 +97,7 @@ def shapes(
     out = []
     for k in counts:
         if request.free:
-            envs = tuple(
-                n
-                for n in env_grid(settings)
-                if request.minibatches is None or (request.horizon * n) % request.minibatches == 0
-            )
+            envs = tuple(n for n in env_grid(settings) if request.splits(n))
         else:
             one = split_envs(request.total_envs, k, request.horizon, request.minibatches)
             envs = () if one is None else (one,)
@@ -116,9 +120,9 @@ def apply(cfg: DictConfig, cand: Candidate, request: Request) -> DictConfig:
         out.task.env.numEnvs = cand.num_envs
         if cand.cores != "auto":
             out.gmi.cores = cand.cores
-        if request.minibatches is not None:
-            mb = request.horizon * cand.num_envs // request.minibatches
-            OmegaConf.update(out, MB_KEY, mb, merge=False)
+        minibatch = request.minibatch_size(cand.num_envs)
+        if minibatch is not None:
+            OmegaConf.update(out, MB_KEY, minibatch, merge=False)
     return out
 
 

@@ -8,7 +8,6 @@ first shape is planned like a run: a bad learning rate fails here, not in every 
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
@@ -36,8 +35,6 @@ from .report import progress_line, result_dict
 from .search import Candidate, Profiler, search
 from .trial import TrialSetup, run_trial
 
-log = logging.getLogger(__name__)
-
 
 class NoRunnableCandidate(RuntimeError):
     """Every candidate of the search failed; the message holds the table."""
@@ -58,8 +55,9 @@ class Choice:
         """Command-line overrides that run the choice without searching."""
         c = self.candidate
         out = [f"gmi.per_gpu={c.per_gpu}", f"num_envs={c.num_envs}"]
-        if self.request.minibatches is not None:
-            out.append(f"{MB_KEY}={self.request.horizon * c.num_envs // self.request.minibatches}")
+        minibatch = self.request.minibatch_size(c.num_envs)
+        if minibatch is not None:
+            out.append(f"{MB_KEY}={minibatch}")
         if c.cores != "auto":
             out.append(f"gmi.cores={c.cores}")
         return out
@@ -184,7 +182,7 @@ def choose(
         )
     cand = Candidate(best["per_gpu"], best["num_envs"], best["cores"])
     choice = Choice(cand, apply(cfg, cand, request), request, result, cache.path, from_cache)
-    print(_decision(choice, ref, devices), file=stream, flush=True)
+    print(_decision(choice, devices), file=stream, flush=True)
     return choice
 
 
@@ -241,7 +239,7 @@ def _identity(ref: RunPlan, request: Request, settings: PlanSettings) -> dict[st
     }
 
 
-def _decision(choice: Choice, ref: RunPlan, devices: int) -> str:
+def _decision(choice: Choice, devices: int) -> str:
     c, r, req = choice.candidate, choice.result, choice.request
     runnable = len(
         {(x["per_gpu"], x["num_envs"], x["cores"]) for x in r["rows"] if x["env_steps_per_s"]}

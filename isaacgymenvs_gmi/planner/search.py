@@ -203,8 +203,7 @@ def search(
             if memory_cap_mb is not None and predicted is not None and predicted > memory_cap_mb:
                 emit(Row(cand, None, decision=f"pruned: {predicted:,.0f} MiB predicted > cap"))
                 break  # more envs need more memory still
-            expected = sorted(trial_times)[len(trial_times) // 2] if trial_times else 0.0
-            if left() <= 0 or (trial_times and expected > left()):
+            if _out_of_time(trial_times, left()):
                 ended = "the time budget ran out"
                 break
             prof = profile(cand, left())
@@ -243,6 +242,12 @@ def search(
     )
 
 
+def _out_of_time(trial_times: list[float], left: float) -> bool:
+    """No time left, or less than a typical (median) trial has taken so far."""
+    typical = sorted(trial_times)[len(trial_times) // 2] if trial_times else 0.0
+    return left <= 0 or typical > left
+
+
 def _confirm(rows, best, profile, estimate, emit, left, trial_times, tie):
     """Measure the best candidate and those projected within :data:`CONFIRM_BAND` of it once
     more, and decide between them on the mean of their two measurements: one short trial on a
@@ -260,8 +265,7 @@ def _confirm(rows, best, profile, estimate, emit, left, trial_times, tie):
         return best
     winner = None
     for row in close:
-        expected = sorted(trial_times)[len(trial_times) // 2] if trial_times else 0.0
-        if left() <= 0 or expected > left():
+        if _out_of_time(trial_times, left()):
             return best  # no time to re-measure: keep what the sweep found
         again = profile(row.candidate, left())
         if again.seconds > 0:

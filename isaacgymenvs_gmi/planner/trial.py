@@ -43,7 +43,6 @@ from .candidates import Request, apply
 from .memory import host_sampler
 from .search import Candidate, Profile
 
-log = logging.getLogger(__name__)
 POLL_S = 0.25
 MEMORY_EVERY_S = 0.5
 STOP_GRACE_S = 5.0
