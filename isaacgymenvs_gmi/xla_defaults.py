@@ -5,13 +5,33 @@ deep chain with turned joint frames into fused expressions that recompute every 
 for every child: one MJX step of the FrankaCabinet arm costs ~130 ms for 4 envs instead of
 ~1.6 ms, and most compiles take up to 40% longer. The classic emitters avoid both. GPU
 backends are unaffected. A value the user already put in ``XLA_FLAGS`` is left alone.
+
+jaxlib 0.11 dropped the flag (the classic emitters are gone) and aborts the process on an unknown
+``XLA_FLAGS`` entry, so the defaults apply only to the jaxlib releases that still know them.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import metadata
 
 CPU_DEFAULTS = {"xla_cpu_use_fusion_emitters": "false"}
+LAST_JAXLIB_WITH_DEFAULTS = (0, 10)  # jaxlib 0.11 aborts on the flag: "Unknown flag in XLA_FLAGS"
+
+
+def jaxlib_knows_defaults(version: str | None = None) -> bool:
+    """Whether ``jaxlib`` (the installed one unless ``version`` is given) still parses
+    :data:`CPU_DEFAULTS`; an absent or unreadable version counts as not knowing them."""
+    if version is None:
+        try:
+            version = metadata.version("jaxlib")
+        except metadata.PackageNotFoundError:
+            return False
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) <= LAST_JAXLIB_WITH_DEFAULTS
 
 
 def apply_cpu_defaults(environ: dict[str, str] | None = None) -> str:
@@ -19,6 +39,8 @@ def apply_cpu_defaults(environ: dict[str, str] | None = None) -> str:
     ``os.environ``); returns the resulting flags."""
     env = os.environ if environ is None else environ
     flags = env.get("XLA_FLAGS", "")
+    if not jaxlib_knows_defaults():
+        return flags
     extra = [f"--{k}={v}" for k, v in CPU_DEFAULTS.items() if f"--{k}" not in flags]
     env["XLA_FLAGS"] = " ".join([flags, *extra]).strip()
     return env["XLA_FLAGS"]

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from isaacgymenvs_gmi.xla_defaults import apply_cpu_defaults
+from isaacgymenvs_gmi.xla_defaults import apply_cpu_defaults, jaxlib_knows_defaults
 
 
 def test_defaults_are_appended_to_the_users_flags():
@@ -31,3 +31,11 @@ def test_importing_the_package_sets_them_before_jax_starts():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr  # XLA accepts the flag (it aborts on unknown ones)
     assert out.stdout.strip() == "--xla_cpu_use_fusion_emitters=false"
+
+
+def test_only_jaxlib_releases_that_know_the_flag_get_it():
+    """jaxlib 0.11 aborts the process on the flag ("Unknown flag in XLA_FLAGS"), as seen on a
+    GPU machine with jaxlib 0.11.2: the defaults follow the installed release."""
+    assert jaxlib_knows_defaults("0.10.2") and jaxlib_knows_defaults("0.9.0")
+    assert not jaxlib_knows_defaults("0.11.2") and not jaxlib_knows_defaults("1.0.0")
+    assert not jaxlib_knows_defaults("nightly")

@@ -4,6 +4,12 @@ If a daemon already serves this user (its pipe directory answers), GMIs use it. 
 one with private, 0700 pipe and log directories, point the GMIs at it through
 CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY, and always stop it on the way out.
 Never changes the GPU's compute mode.
+
+"Always" includes deaths no ``finally`` sees (SIGKILL, the OOM killer, a SIGTERM to a process
+without a handler): the daemon is its own session and outlives us, so a small watcher in a session
+of its own holds the read end of a pipe only we write to, and on EOF (however we ended) stops the
+daemon and removes its folders. On a normal exit we stop the daemon first and the watcher finds
+nothing left to do.
 """
 
 from __future__ import annotations
@@ -26,6 +32,30 @@ def _query(pipe_dir: str, command: str, timeout: float = 5.0) -> subprocess.Comp
     return subprocess.run(
         [CONTROL], input=command + "\n", env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+# $0 = the control program, $1 = pipe dir, $2 = folder to remove; stdin = the owner's pipe
+_WATCHER = 'cat >/dev/null; if [ -e "$1/control" ]; then echo quit | "$0"; fi; rm -rf -- "$2"'
+
+
+def _watch_owner(pipe_dir: str, root: str) -> tuple[subprocess.Popen, int]:
+    """Start the watcher; returns it and the pipe end whose closing (or our death) sets it off."""
+    read_end, write_end = os.pipe()  # neither end is inherited by programs we start
+    try:
+        watcher = subprocess.Popen(
+            ["sh", "-c", _WATCHER, CONTROL, pipe_dir, root],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "CUDA_MPS_PIPE_DIRECTORY": pipe_dir},
+            start_new_session=True,  # a signal to our process group does not reach it
+        )
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return watcher, write_end
 
 
 def daemon_running(pipe_dir: str) -> bool:
@@ -55,7 +85,12 @@ def mps_daemon() -> Iterator[str]:
     for d in (pipe_dir, log_dir):
         os.makedirs(d, mode=0o700)
     env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": pipe_dir, "CUDA_MPS_LOG_DIRECTORY": log_dir}
-    subprocess.run([CONTROL, "-d"], env=env, check=True, timeout=30)
+    watcher, owner_end = _watch_owner(pipe_dir, root)
+    try:
+        subprocess.run([CONTROL, "-d"], env=env, check=True, timeout=30)
+    except BaseException:
+        os.close(owner_end)  # the watcher removes the folders
+        raise
     saved = {k: os.environ.get(k) for k in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY")}
     os.environ.update(CUDA_MPS_PIPE_DIRECTORY=pipe_dir, CUDA_MPS_LOG_DIRECTORY=log_dir)
     log.info("started an MPS daemon (pipes in %s)", pipe_dir)
@@ -68,6 +103,9 @@ def mps_daemon() -> Iterator[str]:
             for k, v in saved.items():
                 os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
             shutil.rmtree(root, ignore_errors=True)
+            os.close(owner_end)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                watcher.wait(timeout=10)
             log.info("stopped the MPS daemon we started")
 
 

@@ -32,6 +32,28 @@ def test_mps_daemon_we_start_is_stopped(monkeypatch):
     assert not daemon_running(pipe_dir)
 
 
+def test_mps_daemon_of_a_killed_owner_is_stopped(monkeypatch):
+    """SIGKILL runs no ``finally``: the owner's watcher stops the real daemon (seen leaking on an
+    H100 before the watcher existed, after a benchmark was killed by its time limit)."""
+    import signal
+    import time
+
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", "/nonexistent-gmi-test")
+    code = (
+        "import time; from isaacgymenvs_gmi.gmi.mps import mps_daemon\n"
+        "with mps_daemon() as d:\n    print(d, flush=True); time.sleep(600)"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pipe_dir = owner.stdout.readline().strip()
+    assert daemon_running(pipe_dir)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while daemon_running(pipe_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not daemon_running(pipe_dir) and not os.path.exists(pipe_dir)
+
+
 def train(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     """``train.py task=Cartpole sim_backend=mjx ...overrides`` run to its end."""
     return subprocess.run(
