@@ -17,6 +17,7 @@ import hydra
 from omegaconf import DictConfig
 
 from isaacgymenvs_gmi.config import ConfigError, register_resolvers
+from isaacgymenvs_gmi.console import quiet_console
 
 register_resolvers()
 # IsaacGymEnvs' version_base="1.1" is kept on purpose (same config semantics); spawned GMIs
@@ -26,13 +27,18 @@ warnings.filterwarnings("ignore", message="(?s).*version_base")
 
 @hydra.main(version_base="1.1", config_path="cfg", config_name="config")
 def main(cfg: DictConfig) -> None:
+    logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
+    with quiet_console():
+        _train(cfg)
+
+
+def _train(cfg: DictConfig) -> None:
     from isaacgymenvs_gmi.gmi.spawn import GmiFailure, GmiInterrupted
     from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code, signal_name
     from isaacgymenvs_gmi.launch import plan_run, run
     from isaacgymenvs_gmi.planner import NoRunnableCandidate, resolve_auto
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
-    logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
     try:
         cfg = resolve_auto(cfg)  # gmi.per_gpu=auto / num_envs=auto: searched or from the cache
         plan = plan_run(cfg)

@@ -29,6 +29,7 @@ from isaacgymenvs_gmi.config import (
 from isaacgymenvs_gmi.config.async_mode import ServeSettings
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
+from isaacgymenvs_gmi.console import quiet_console
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
 from isaacgymenvs_gmi.placement.backends import layout_for, node_layout
@@ -110,7 +111,7 @@ def plan_run(
             f"{node.backend}{'' if cuda else ', no GPU'}); use auto, shm or p2p",
         )
     _check_machine(cfg, num_envs, layout.per_node, node.backend, footprint, train)
-    if gmi.mode != "serve":  # serving plays; the PPO batch geometry is not used
+    if gmi.mode != "serve" and not cfg.test:  # playing: the PPO batch geometry is not used
         validate_train_config(cfg.task_name, num_envs, train_params)
     iterations_given = str(cfg.get("max_iterations", "")) != ""
     validate_ppo_values(
@@ -264,7 +265,11 @@ def _inventory(cuda: bool) -> Inventory:
 
 def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
     """Execute ``plan``; returns GMI 0's result (None on ranks other than 0 under torchrun)."""
-    plan = plan or plan_run(cfg)
+    with quiet_console(0):
+        return _run(cfg, plan or plan_run(cfg))
+
+
+def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
     report_ignored_keys(cfg, log)
     body = body_for("sync" if plan.test else plan.mode)  # test=True plays in one process
     if plan.under_torchrun:

@@ -29,6 +29,7 @@ LAYERS = {
     "tasks": 7,
     "config": 8,
     "xla_defaults": 9,
+    "console": 9,  # filters library chatter; imports nothing of ours
 }
 SOURCES = {  # package part -> folder on disk
     **{name: ROOT / "isaacgymenvs_gmi" for name in LAYERS},

@@ -163,6 +163,8 @@ def _join_and_run(
     own keys go through ``store``."""
     import torch.distributed as dist
 
+    from isaacgymenvs_gmi.console import quiet_console
+
     if world != plan.world_size:
         raise RuntimeError(f"launched {world} ranks but the layout has {plan.world_size} GMIs")
     resources = bind(plan, plan.layout.place(rank))
@@ -194,6 +196,7 @@ def _join_and_run(
             should_stop=lambda: group.agree_stop(stop.signum),
             stop_signal=lambda: stop.signum,
         )
-        return body(context)
+        with quiet_console(rank):
+            return body(context)
     finally:
         dist.destroy_process_group()
