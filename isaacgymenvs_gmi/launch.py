@@ -46,7 +46,12 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
 from isaacgymenvs_gmi.runners import BODIES, RunResult, body_for
 from isaacgymenvs_gmi.sim.preflight import TaskFootprint, preflight_task
-from isaacgymenvs_gmi.tasks import UnknownTaskError, get_task_class
+from isaacgymenvs_gmi.tasks import (
+    TaskModuleError,
+    UnknownTaskError,
+    get_task_class,
+    import_task_modules,
+)
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
 
 log = logging.getLogger(__name__)
@@ -59,6 +64,7 @@ def plan_run(
     cfg: DictConfig, platform: Platform | None = None, inventory: Inventory | None = None
 ) -> RunPlan:
     """Validate ``cfg`` into a :class:`RunPlan` (raises :class:`ConfigError`)."""
+    task_modules = load_task_modules(cfg.get("task_modules"))
     try:
         task_cls = get_task_class(cfg.task_name)
     except UnknownTaskError as e:
@@ -151,7 +157,25 @@ def plan_run(
         serve=serve,
         expendable=expendable,
         min_expendable=min_expendable,
+        task_modules=task_modules,
     )
+
+
+def load_task_modules(value: object) -> tuple[str, ...]:
+    """Import the modules of ``task_modules`` (a list of dotted names, or one name)."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        names = [value]
+    else:
+        names = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError("task_modules", value, "must be a list of module names, e.g. [pkg.tasks]")
+    try:
+        import_task_modules(names)
+    except TaskModuleError as err:
+        raise ConfigError("task_modules", err.module, f"cannot be imported: {err.cause}") from None
+    return tuple(names)
 
 
 def _check_mode(

@@ -140,7 +140,7 @@ class TaskLogic(abc.ABC):
     num_obs: ClassVar[int]
     num_actions: ClassVar[int]
     num_states: ClassVar[int] = 0
-    asset_file: ClassVar[str]  # file name under ASSETS_DIR
+    asset_file: ClassVar[str]  # file name under ASSETS_DIR, or an absolute path (own model)
     default_episode_length: ClassVar[int]
     # False when observe reads nothing from earlier steps: its carry then only hands this
     # step's geometry to the reward, and episodes keep none (no per-env buffers, no pooling)

@@ -164,7 +164,9 @@ def _join_and_run(
     import torch.distributed as dist
 
     from isaacgymenvs_gmi.console import quiet_console
+    from isaacgymenvs_gmi.tasks import import_task_modules
 
+    import_task_modules(plan.task_modules)  # the user's tasks register themselves
     if world != plan.world_size:
         raise RuntimeError(f"launched {world} ranks but the layout has {plan.world_size} GMIs")
     resources = bind(plan, plan.layout.place(rank))

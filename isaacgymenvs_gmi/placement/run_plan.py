@@ -38,6 +38,7 @@ class RunPlan:
     serve: ServeSettings = ServeSettings()
     expendable: tuple[int, ...] = ()  # GMIs whose death the run survives (async actors)
     min_expendable: int = 0  # the run stops cleanly when fewer of them are alive
+    task_modules: tuple[str, ...] = ()  # imported by every GMI: they register the user's tasks
 
     @property
     def world_size(self) -> int:

@@ -1,0 +1,5 @@
+"""An example task package: importing it registers the Pendulum task."""
+
+from .pendulum import Pendulum
+
+__all__ = ["Pendulum"]
