@@ -45,6 +45,8 @@ from isaacgymenvs_gmi.placement.machine_limits import (
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
 from isaacgymenvs_gmi.runners import BODIES, RunResult, body_for
+from isaacgymenvs_gmi.sim.envs import is_task_logic
+from isaacgymenvs_gmi.sim.foreign import is_vec_task_class, preflight_vec_task
 from isaacgymenvs_gmi.sim.preflight import TaskFootprint, preflight_task
 from isaacgymenvs_gmi.tasks import (
     TaskModuleError,
@@ -70,8 +72,14 @@ def plan_run(
     except UnknownTaskError as e:
         raise ConfigError("task", cfg.task_name, str(e).split(": ", 1)[1]) from None
     task_config = OmegaConf.to_container(cfg.task, resolve=True)  # resolved once, handed on
+    vec_task = not is_task_logic(task_cls)  # a class with IsaacGymEnvs' VecTask interface
+    if vec_task and not is_vec_task_class(task_cls):
+        raise ConfigError(
+            "task", cfg.task_name, f"{task_cls!r} is neither a TaskLogic nor a VecTask class"
+        )
     try:
-        task_cls.check_config(task_config["env"])
+        if not vec_task:
+            task_cls.check_config(task_config["env"])
     except TaskConfigError as e:
         raise ConfigError(f"task.env.{e.key}", e.value, e.constraint) from None
     check_run_inputs(cfg)
@@ -83,9 +91,12 @@ def plan_run(
     sim = resolve_sim_settings(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
     )
-    footprint = preflight_task(
-        task_cls, task_config, sim.assets_root, defaults=_bundled_env(cfg.task_name)
-    )
+    if vec_task:
+        footprint = preflight_vec_task(task_cls, task_config)
+    else:
+        footprint = preflight_task(
+            task_cls, task_config, sim.assets_root, defaults=_bundled_env(cfg.task_name)
+        )
     if gmi.mode not in BODIES:
         raise ConfigError("gmi.mode", gmi.mode, f"available in this version: {', '.join(BODIES)}")
     node = node_layout(gmi, inventory or _inventory(cuda))
@@ -131,7 +142,8 @@ def plan_run(
     if cfg.checkpoint:  # loads as plain data and fits this task and network, or is refused
         from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
 
-        check_checkpoint(str(cfg.checkpoint), cfg.task_name, task_config, train_params)
+        widths = (footprint.num_obs, footprint.num_states, footprint.num_actions)
+        check_checkpoint(str(cfg.checkpoint), cfg.task_name, task_config, train_params, widths)
     if cfg.test and layout.world_size > 1 and not world:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)

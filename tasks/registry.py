@@ -5,17 +5,24 @@ A task outside this package is made known in one of three ways:
 - ``@register_task("MyTask")`` on its class, in a module the run imports: name the module on the
   command line with ``task_modules=[mypkg.tasks]`` (every GMI imports it too);
 - an entry point of an installed package in the group ``isaacgymenvs_gmi.tasks``
-  (``MyTask = "mypkg.tasks:MyTask"``), loaded when the name is first asked for.
+  (``MyTask = "mypkg.tasks:MyTask"``), loaded when the name is first asked for;
+- IsaacGymEnvs' own task map (``isaacgymenvs.tasks.isaacgym_task_map``), when the
+  ``isaacgymenvs`` package is importable: its ``VecTask`` classes run as they are.
 
-The lookup order is: the suite, registered classes, entry points.
+A task class is a :class:`~.base.TaskLogic` subclass (our simulator-free rules over MuJoCo) or a
+class with IsaacGymEnvs' ``VecTask`` interface (a torch env that simulates itself). The lookup
+order is: the suite, registered classes, entry points, IsaacGymEnvs.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import TypeVar
+
+from .base import TaskLogic
 
 ENTRY_POINT_GROUP = "isaacgymenvs_gmi.tasks"
 # IsaacGymEnvs task name -> (module under this package, class name)
@@ -48,15 +55,23 @@ def register_task(name: str, cls: T | None = None) -> T | Callable[[T], T]:
     """Make task class ``cls`` known as ``name`` (the task file's ``name:``).
 
     Usable as a call, ``register_task("MyTask", MyTask)``, or as a decorator,
-    ``@register_task("MyTask")``. The class is a :class:`~.base.TaskLogic` subclass (our
-    simulator-free task interface). A suite name, or a name already taken by another class,
-    is refused."""
+    ``@register_task("MyTask")``. The class is a :class:`~.base.TaskLogic` subclass or a class
+    with IsaacGymEnvs' ``VecTask`` interface. A suite name, or a name already taken by another
+    class, is refused."""
 
     def add(task_cls: T) -> T:
         if not isinstance(name, str) or not name:
             raise ValueError(f"register_task: the task name must be a non-empty string: {name!r}")
         if name in SUITE:
             raise ValueError(f"register_task: {name!r} is a task of the suite; pick another name")
+        shaped = isinstance(task_cls, type) and all(
+            callable(getattr(task_cls, m, None)) for m in ("step", "reset")
+        )
+        if not (isinstance(task_cls, type) and issubclass(task_cls, TaskLogic)) and not shaped:
+            raise TypeError(
+                f"register_task: {task_cls!r} is neither a TaskLogic subclass nor a class with "
+                "IsaacGymEnvs' VecTask interface (step, reset)"
+            )
         known = _REGISTERED.get(name)
         if known is not None and _qualified(known) != _qualified(task_cls):
             raise ValueError(
@@ -92,7 +107,23 @@ def find_task_class(name: str) -> type:
     for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if point.name == name:
             return register_task(name, point.load())
-    raise UnknownTaskError(f"task={name!r}: unknown task; available: {', '.join(known_tasks())}")
+    upstream, why_not = _isaacgymenvs_task_map()
+    if name in upstream:
+        return upstream[name]
+    known = ", ".join(sorted({*known_tasks(), *upstream}))
+    raise UnknownTaskError(f"task={name!r}: unknown task; available: {known}{why_not}")
+
+
+def _isaacgymenvs_task_map() -> tuple[dict[str, type], str]:
+    """IsaacGymEnvs' ``isaacgym_task_map`` when ``isaacgymenvs`` is importable ({} if not), and
+    why it could not be read (for the unknown-task message) when the package is there."""
+    if importlib.util.find_spec("isaacgymenvs") is None:
+        return {}, ""
+    try:
+        task_map = importlib.import_module("isaacgymenvs.tasks").isaacgym_task_map
+    except Exception as err:  # noqa: BLE001 - e.g. Isaac Gym itself is not installed
+        return {}, f" (isaacgymenvs is installed but its task map did not import: {err!r})"
+    return dict(task_map), ""
 
 
 def known_tasks() -> list[str]:

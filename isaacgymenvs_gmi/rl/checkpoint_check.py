@@ -23,7 +23,7 @@ from isaacgymenvs_gmi.config.checkpoint_file import (
     read_checkpoint,
     without_compile_prefix,
 )
-from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class
+from isaacgymenvs_gmi.tasks import get_task_class
 
 from .train_config import apply_model_size_multiplier
 
@@ -33,7 +33,11 @@ Shape = tuple[int, ...]
 
 
 def check_checkpoint(
-    path: str, task_name: str, task_config: dict[str, Any], train_params: dict[str, Any]
+    path: str,
+    task_name: str,
+    task_config: dict[str, Any],
+    train_params: dict[str, Any],
+    widths: tuple[int, int, int] | None = None,
 ) -> None:
     """Raise :class:`ConfigError` on ``checkpoint`` unless ``path`` holds a checkpoint whose
     networks fit ``task_name`` (resolved ``task_config``) trained with ``train_params`` (the
@@ -43,7 +47,8 @@ def check_checkpoint(
     holding code), one without a ``model`` state, and one whose tensors differ from the network
     this run builds (the message names the first one, both shapes and, when the checkpoint says,
     the task it was trained on). The central value net is compared too when the train config
-    has one and the checkpoint holds its state.
+    has one and the checkpoint holds its state. ``widths`` (obs, states, actions) are the task's
+    as measured when the run was planned; by default they come from the task class.
     """
     state = read_checkpoint(path)
     model = state.get("model")
@@ -54,7 +59,11 @@ def check_checkpoint(
         )
     trained_on = _recorded_task(state)
     who = f"{task_name} with this train config"
-    problem = _misfit(state, get_task_class(task_name), task_config["env"], train_params, who)
+    if widths is None:
+        task_cls = get_task_class(task_name)
+        num_obs = task_cls.observation_size(task_config["env"])
+        widths = (num_obs, task_cls.num_states, task_cls.num_actions)
+    problem = _misfit(state, widths, train_params, who)
     if problem is not None:
         if trained_on is not None:
             problem += f"; the checkpoint was trained on {trained_on}"
@@ -65,16 +74,15 @@ def check_checkpoint(
 
 def _misfit(
     state: dict[str, Any],
-    task_cls: type[TaskLogic],
-    env_cfg: dict[str, Any],
+    widths: tuple[int, int, int],
     train_params: dict[str, Any],
     who: str,
 ) -> str | None:
     """What first keeps ``state`` from loading into the nets ``who`` (task and train config)
-    builds; None when nothing does."""
-    num_obs = task_cls.observation_size(env_cfg)
-    num_states = task_cls.num_states or num_obs  # the critic sees the observations otherwise
-    expected = _sized(lambda: policy_shapes(train_params, num_obs, task_cls.num_actions))
+    builds for a task of ``widths`` (obs, states, actions); None when nothing does."""
+    num_obs, num_states, num_actions = widths
+    num_states = num_states or num_obs  # the critic sees the observations otherwise
+    expected = _sized(lambda: policy_shapes(train_params, num_obs, num_actions))
     problem = _first_difference(state["model"], expected, who) if expected is not None else None
     config = train_params["config"]
     central_value = config.get("central_value_config")
@@ -83,7 +91,6 @@ def _misfit(
     found = state[CENTRAL_VALUE_KEY]
     if not isinstance(found, Mapping):
         return f"{CENTRAL_VALUE_KEY} (the central value net) is not a state dict"
-    num_actions = task_cls.num_actions
     expected = _sized(lambda: central_value_shapes(central_value, config, num_states, num_actions))
     problem = _first_difference(found, expected, who) if expected is not None else None
     return problem and f"central value net: {problem}"

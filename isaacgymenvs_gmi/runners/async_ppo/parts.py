@@ -116,7 +116,8 @@ def build_actor(
 
     from isaacgymenvs_gmi.channels import flatten
     from isaacgymenvs_gmi.rl.vecenv import wrap_env
-    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
+    from isaacgymenvs_gmi.sim.envs import make_env
+    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
 
     plan, resources = ctx.plan, ctx.resources
     physics = PhysicsOptions(
@@ -125,7 +126,7 @@ def build_actor(
         assets_root=plan.sim.assets_root,
         num_threads=resources.threads,
     )
-    env = VecTask(
+    env = make_env(
         plan.task_config,
         resources.rl_device,
         resources.sim_device,

@@ -49,7 +49,8 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
     from isaacgymenvs_gmi.runners.seeding import seed_everything
-    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
+    from isaacgymenvs_gmi.sim.envs import make_env
+    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
 
     plan, rank, resources = ctx.plan, ctx.rank, ctx.resources
     seed = plan.seed + rank  # applied once; rl-games' own rank offset is never enabled
@@ -62,10 +63,10 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         assets_root=plan.sim.assets_root,
         num_threads=resources.threads,
     )
-    envs: list[VecTask] = []
+    envs: list[Any] = []  # VecTask or ForeignVecTask
 
-    def create_env(**_: Any) -> VecTask:
-        env = VecTask(
+    def create_env(**_: Any) -> Any:
+        env = make_env(
             plan.task_config,
             resources.rl_device,
             resources.sim_device,

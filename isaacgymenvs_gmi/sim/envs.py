@@ -1,0 +1,49 @@
+"""The one place a GMI builds its env: our VecTask over MuJoCo for a :class:`TaskLogic`, or a
+VecTask-shaped class of the user's as it is (:mod:`.foreign`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class
+
+from .foreign import ForeignVecTask, build_vec_task, is_vec_task_class
+from .vec_task import PhysicsOptions, VecTask
+
+
+def is_task_logic(cls: type) -> bool:
+    return isinstance(cls, type) and issubclass(cls, TaskLogic)
+
+
+def make_env(
+    task_config: dict[str, Any],
+    rl_device: str,
+    sim_device: str,
+    *,
+    physics: PhysicsOptions | None = None,
+    seed: int = 0,
+    states_for_critic: bool = False,
+    headless: bool = True,
+) -> VecTask | ForeignVecTask:
+    """The env of task ``task_config['name']`` with ``task_config['env']['numEnvs']`` envs.
+
+    ``physics`` and ``seed`` apply to our tasks; a VecTask class builds its own simulation on
+    ``sim_device`` (torch's global seed, set by the caller, is what it sees)."""
+    cls = get_task_class(task_config["name"])
+    if is_task_logic(cls):
+        return VecTask(
+            task_config,
+            rl_device,
+            sim_device,
+            headless=headless,
+            physics=physics,
+            seed=seed,
+            states_for_critic=states_for_critic,
+        )
+    if not is_vec_task_class(cls):
+        raise TypeError(
+            f"task {task_config['name']!r}: {cls!r} is neither a TaskLogic subclass nor a class "
+            "with IsaacGymEnvs' VecTask interface (step, reset)"
+        )
+    env = build_vec_task(cls, task_config, rl_device, sim_device, headless)
+    return ForeignVecTask(env, states_for_critic)
