@@ -33,24 +33,18 @@ def main(cfg: DictConfig) -> None:
 
 
 def _train(cfg: DictConfig) -> None:
+    from isaacgymenvs_gmi.api import run
     from isaacgymenvs_gmi.gmi.spawn import GmiFailure, GmiInterrupted
     from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code, signal_name
-    from isaacgymenvs_gmi.launch import plan_run, run
-    from isaacgymenvs_gmi.planner import NoRunnableCandidate, resolve_auto
+    from isaacgymenvs_gmi.planner import NoRunnableCandidate
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
     try:
-        cfg = resolve_auto(cfg)  # gmi.per_gpu=auto / num_envs=auto: searched or from the cache
-        plan = plan_run(cfg)
+        result = run(cfg)  # auto searched, validated, launched: the same call pipelines make
     except (ConfigError, AssetNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    except NoRunnableCandidate as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
-    try:
-        result = run(cfg, plan)
-    except GmiFailure as e:
+    except (NoRunnableCandidate, GmiFailure) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
     except (GmiInterrupted, StopNow) as e:

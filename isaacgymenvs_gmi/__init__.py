@@ -13,6 +13,11 @@ apply_cpu_defaults()  # before anything starts JAX
 __version__ = "0.1.0"
 
 _PUBLIC = {  # name -> module that defines it
+    "make": "isaacgymenvs_gmi.api",
+    "run": "isaacgymenvs_gmi.api",
+    "compose_config": "isaacgymenvs_gmi.api",
+    "register_resolvers": "isaacgymenvs_gmi.config",
+    "ConfigError": "isaacgymenvs_gmi.config",
     "register_task": "isaacgymenvs_gmi.tasks",
     "unregister_task": "isaacgymenvs_gmi.tasks",
     "known_tasks": "isaacgymenvs_gmi.tasks",

@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Top-level subpackage (or module) -> layer; a module may import only from higher numbers.
 LAYERS = {
+    "api": -2,  # make() and run(): the Python entry points
     "planner": -1,  # searches configurations by launching trial runs
     "launch": 0,
     "mig": 0,

@@ -13,13 +13,21 @@ TASKS = {"Cartpole": (4, 1, 500), "Ant": (60, 8, 1000), "Humanoid": (108, 21, 10
 TASKS |= {"Anymal": (48, 12, 2500), "BallBalance": (24, 3, 500)}
 TASKS |= {"FrankaCabinet": (23, 9, 499), "ShadowHand": (211, 20, 600)}
 CASES = [(task, backend) for task in TASKS for backend in ("mujoco", "mjx")]
+CASES += [("Cartpole", "make()"), ("Ant", "make()")]  # isaacgymenvs_gmi.make's env, same contract
 N = 4
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{t}-{b}" for t, b in CASES])
 def env(request, shared_env):
     task, backend = request.param
-    return shared_env(task, backend)
+    if backend != "make()":
+        yield shared_env(task, backend)
+        return
+    import isaacgymenvs_gmi
+
+    made = isaacgymenvs_gmi.make(0, task, N, "cpu", "cpu", headless=True)
+    yield made
+    made.close()
 
 
 def _random_actions(env, seed: int, scale: float = 0.5) -> torch.Tensor:
