@@ -25,7 +25,9 @@ EXTRAS_REQUIRE = {
         "warp-lang==1.18.0",
         "mujoco-warp==3.17.0",
     ],
-    "dev": ["pytest==9.2.0", "ruff==0.17.6", "matplotlib==3.11.2"],
+    "wandb": ["wandb==0.31.0"],
+    # the tests run wandb in its offline mode, so the dev install carries the extra
+    "dev": ["pytest==9.2.0", "ruff==0.17.6", "matplotlib==3.11.2", "wandb==0.31.0"],
 }
 
 setup(

@@ -29,6 +29,7 @@ from isaacgymenvs_gmi.config import (
 from isaacgymenvs_gmi.config.async_mode import ServeSettings
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
+from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
@@ -137,6 +138,7 @@ def plan_run(
     )
     expendable, min_expendable = _check_mode(gmi, layout, train_params, num_envs, train)
     serve = ServeSettings.from_cfg(cfg.get("serve"))
+    wandb = WandbSettings.from_cfg(cfg)
     if cfg.test and not cfg.checkpoint:
         raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
     if cfg.checkpoint:  # loads as plain data and fits this task and network, or is refused
@@ -170,6 +172,8 @@ def plan_run(
         expendable=expendable,
         min_expendable=min_expendable,
         task_modules=task_modules,
+        wandb=wandb,
+        run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,
     )
 
 

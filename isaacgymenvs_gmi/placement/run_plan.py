@@ -8,6 +8,7 @@ from typing import Any
 
 from isaacgymenvs_gmi.config import GmiConfig, SimSettings, TrainSettings
 from isaacgymenvs_gmi.config.async_mode import ServeSettings
+from isaacgymenvs_gmi.config.wandb import WandbSettings
 
 from .layout import GmiLayout
 
@@ -39,6 +40,8 @@ class RunPlan:
     expendable: tuple[int, ...] = ()  # GMIs whose death the run survives (async actors)
     min_expendable: int = 0  # the run stops cleanly when fewer of them are alive
     task_modules: tuple[str, ...] = ()  # imported by every GMI: they register the user's tasks
+    wandb: WandbSettings = WandbSettings()
+    run_config: dict[str, Any] | None = None  # the whole resolved config, logged when wandb is on
 
     @property
     def world_size(self) -> int:

@@ -1,4 +1,4 @@
-"""An rl-games observer that logs finished episodes' reward and length to TensorBoard."""
+"""rl-games observers: finished episodes' reward and length to TensorBoard, and a chain."""
 
 from __future__ import annotations
 
@@ -69,3 +69,36 @@ class EpisodeStatsObserver(AlgoObserver):
                 self.writer.add_scalar(tag, value, frame)
                 self.writer.add_scalar(f"{tag}_per_epoch", value, epoch_num)
                 self.writer.add_scalar(f"{tag}_per_time", value, total_time)
+
+
+class ObserverChain(AlgoObserver):
+    """Hands every rl-games observer call to each of ``observers`` that has the hook, in order
+    (rl-games' base class lacks some hooks, e.g. ``after_clear_stats``)."""
+
+    def __init__(self, *observers: AlgoObserver) -> None:
+        super().__init__()
+        self.observers = observers
+
+    def _each(self, hook: str, *args) -> None:
+        for o in self.observers:
+            method = getattr(o, hook, None)
+            if method is not None:
+                method(*args)
+
+    def before_init(self, base_name, config, experiment_name) -> None:
+        self._each("before_init", base_name, config, experiment_name)
+
+    def after_init(self, algo) -> None:
+        self._each("after_init", algo)
+
+    def process_infos(self, infos, done_indices) -> None:
+        self._each("process_infos", infos, done_indices)
+
+    def after_steps(self) -> None:
+        self._each("after_steps")
+
+    def after_clear_stats(self) -> None:
+        self._each("after_clear_stats")
+
+    def after_print_stats(self, frame, epoch_num, total_time) -> None:
+        self._each("after_print_stats", frame, epoch_num, total_time)

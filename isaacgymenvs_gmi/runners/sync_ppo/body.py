@@ -100,7 +100,15 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         resources.rl_device,
     )
     observer = EpisodeStatsObserver(verbose=lockstep is None)
-    runner = Runner(observer)
+    wandb = None
+    if plan.wandb.activate and rank == 0 and not plan.test:  # one wandb run: GMI 0's
+        from isaacgymenvs_gmi.rl.observer import ObserverChain
+        from isaacgymenvs_gmi.rl.wandb_observer import WandbObserver
+
+        wandb = WandbObserver(plan.wandb, plan.run_config or {}, plan.train.train_dir)
+        runner = Runner(ObserverChain(observer, wandb))
+    else:
+        runner = Runner(observer)
     if lockstep is not None:
         from .agent import GmiPpoAgent
 
@@ -126,19 +134,26 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         )
     runner.load({"params": params})
     runner.reset()
-    runner.run(
-        {
-            "train": not plan.test,
-            "play": plan.test,
-            "checkpoint": plan.checkpoint,
-            "sigma": plan.train.sigma,
-        }
-    )
+    try:
+        runner.run(
+            {
+                "train": not plan.test,
+                "play": plan.test,
+                "checkpoint": plan.checkpoint,
+                "sigma": plan.train.sigma,
+            }
+        )
+    except BaseException:
+        if wandb is not None:
+            wandb.finish(failed=True)
+        raise
     for env in envs:
         env.close()
     writer = getattr(observer.algo, "writer", None)
     if writer is not None:
         writer.close()  # flush; an open tensorboardX writer thread errors at interpreter exit
+    if wandb is not None:
+        wandb.finish()  # after the writer's last scalars, which it syncs
     if plan.test:
         played = envs[-1].episode_totals() if envs else (None, None)
         print(f"mean episode reward: {played[0]:.3f}, mean episode length: {played[1]:.1f}")

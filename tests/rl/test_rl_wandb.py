@@ -1,0 +1,59 @@
+"""wandb as IsaacGymEnvs uses it, in wandb's offline mode (nothing leaves the machine): one run,
+GMI 0's, with the TensorBoard scalars (the episode reward among them) and the run's config."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config import wandb as wandb_config
+from isaacgymenvs_gmi.config.wandb import WandbSettings
+from isaacgymenvs_gmi.launch import plan_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_off_by_default_and_validated(compose_cfg):
+    assert WandbSettings.from_cfg(compose_cfg("task=Cartpole")) == WandbSettings()
+    on = compose_cfg("task=Cartpole", "wandb_activate=True", "wandb_tags=[x,y]")
+    settings = WandbSettings.from_cfg(on, installed=lambda: True)
+    assert settings.activate and settings.tags == ("x", "y") and settings.name == "Cartpole"
+    bad = compose_cfg("task=Cartpole", "wandb_activate=True", "wandb_logcode_dir=/no/such/dir")
+    with pytest.raises(ConfigError, match=r"^wandb_logcode_dir='/no/such/dir': is not a folder"):
+        WandbSettings.from_cfg(bad, installed=lambda: True)
+
+
+def test_without_the_package_it_is_refused_before_start(compose_cfg, monkeypatch):
+    monkeypatch.setattr(wandb_config, "wandb_installed", lambda: False)
+    cfg = compose_cfg("task=Cartpole", "wandb_activate=True")
+    with pytest.raises(ConfigError, match=r"^wandb_activate=True: needs the wandb package: pip"):
+        plan_run(cfg)
+
+
+@pytest.mark.skipif(not wandb_config.wandb_installed(), reason="the wandb extra is not installed")
+def test_an_offline_run_writes_the_reward_and_the_config(tmp_path):
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    proc = subprocess.run(
+        [sys.executable, "train.py", "task=Cartpole", "gmi.per_gpu=2", "max_iterations=6"]
+        + [f"train_dir={tmp_path}", "wandb_activate=True", "wandb_group=grp-7"]
+        + ["wandb_tags=[gmi-test]", "wandb_project=gmi-tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")  # one run: GMI 0's
+    config = yaml.safe_load((run / "files" / "isaacgymenvs_gmi_config.yaml").read_text())
+    assert config["task_name"] == "Cartpole" and config["gmi"]["per_gpu"] == 2
+    (log,) = run.glob("run-*.wandb")  # wandb's transaction log: history, config, run record
+    records = log.read_bytes()
+    for expected in (b"episode/reward", b"grp-7", b"gmi-tests", b"gmi-test", b"per_gpu"):
+        assert expected in records, expected
