@@ -37,10 +37,13 @@ def test_without_the_package_it_is_refused_before_start(compose_cfg, monkeypatch
 
 
 @pytest.mark.skipif(not wandb_config.wandb_installed(), reason="the wandb extra is not installed")
-def test_an_offline_run_writes_the_reward_and_the_config(tmp_path):
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_offline_run_writes_the_reward_and_the_config(tmp_path, mode):
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    iterations = 6 if mode == "sync" else 30
     proc = subprocess.run(
-        [sys.executable, "train.py", "task=Cartpole", "gmi.per_gpu=2", "max_iterations=6"]
+        [sys.executable, "train.py", "task=Cartpole", "gmi.per_gpu=2", f"gmi.mode={mode}"]
+        + [f"max_iterations={iterations}"]
         + [f"train_dir={tmp_path}", "wandb_activate=True", "wandb_group=grp-7"]
         + ["wandb_tags=[gmi-test]", "wandb_project=gmi-tests"],
         cwd=ROOT,
@@ -50,7 +53,7 @@ def test_an_offline_run_writes_the_reward_and_the_config(tmp_path):
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run,) = (tmp_path / "wandb").glob("offline-run-*")  # one run: GMI 0's
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")  # one run: GMI 0's (the lead trainer)
     config = yaml.safe_load((run / "files" / "isaacgymenvs_gmi_config.yaml").read_text())
     assert config["task_name"] == "Cartpole" and config["gmi"]["per_gpu"] == 2
     (log,) = run.glob("run-*.wandb")  # wandb's transaction log: history, config, run record

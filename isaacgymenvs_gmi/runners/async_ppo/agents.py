@@ -44,10 +44,12 @@ def build_agent(
     """``make(base_name=..., params=...)`` with the run's rl-games params (``train_dir``
     replaces the run folder, for GMIs that must write nothing of their own there). An agent
     ``acting_only`` never trains: its minibatch is its whole batch, whatever the config says
-    (rl-games checks the geometry at construction; a serving GMI may have any env count)."""
+    (rl-games checks the geometry at construction; a serving GMI may have any env count).
+    ``observer`` joins rl-games' default observer."""
     from rl_games.common.algo_observer import DefaultAlgoObserver
     from rl_games.torch_runner import Runner
 
+    from isaacgymenvs_gmi.rl.observer import ObserverChain
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
 
     params = rlgames_params(
@@ -66,7 +68,8 @@ def build_agent(
         config["minibatch_size"] = config["horizon_length"] * plan.num_envs
     if train_dir is not None:
         config["train_dir"] = train_dir
-    runner = Runner(observer or DefaultAlgoObserver())
+    default = DefaultAlgoObserver()
+    runner = Runner(default if observer is None else ObserverChain(default, observer))
     runner.load({"params": params})
     runner.params["config"]["vec_env"] = vec_env  # after load: it deep-copies the params
     return make(base_name="run", params=runner.params)

@@ -74,6 +74,7 @@ def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
 def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> RunResult:
     from isaacgymenvs_gmi.channels import flatten
     from isaacgymenvs_gmi.channels.p2p import TorchPointToPoint
+    from isaacgymenvs_gmi.runners.wandb_run import wandb_for
 
     from .links import open_trainer_links
     from .parts import (
@@ -86,7 +87,8 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
 
     plan, rank, group = ctx.plan, ctx.rank, ctx.group
     lead = rank == roles.trainers[0]
-    agent, modules = build_trainer(ctx, rank, lead, team.lockstep if team else None)
+    wandb = wandb_for(plan, logs=lead)  # one wandb run: the lead trainer's
+    agent, modules = build_trainer(ctx, rank, lead, team.lockstep if team else None, wandb)
     numel = flatten(modules).numel()
     device = ctx.resources.rl_device
     transports = peer_transports(plan, rank, roles.actors, device.startswith("cuda"))
@@ -103,8 +105,15 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
         f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s)"
         f"{describe_transports(transports)}, policy {numel:,} values"
     )
-    loop.run()
-    result = loop.finish()
+    try:
+        loop.run()
+        result = loop.finish()  # closes the lead's summaries: their last scalars get synced
+    except BaseException:
+        if wandb is not None:
+            wandb.finish(failed=True)
+        raise
+    if wandb is not None:
+        wandb.finish()
     links.close()
     return result
 

@@ -50,10 +50,15 @@ def route_shape_for(plan: RunPlan) -> RouteShape:
 
 
 def build_trainer(
-    ctx: GmiContext, gmi: int, lead: bool, lockstep: PpoLockstep | None = None
+    ctx: GmiContext,
+    gmi: int,
+    lead: bool,
+    lockstep: PpoLockstep | None = None,
+    observer: Any = None,
 ) -> tuple[Any, list]:
     """The trainer's rl-games agent (resumed from the plan's checkpoint) and its modules;
-    ``lockstep``: what keeps it identical with the other trainers, if there are others."""
+    ``lockstep``: what keeps it identical with the other trainers, if there are others;
+    ``observer``: an rl-games observer of the agent (the lead's wandb run)."""
     from .trainer import AsyncPpoAgent
 
     plan, settings = ctx.plan, ctx.plan.gmi.async_
@@ -63,6 +68,7 @@ def build_trainer(
         seed=plan.seed + gmi,
         threads=ctx.resources.threads,
         train_dir=None if lead else ctx.scratch_dir,
+        observer=observer,
         make=lambda **kw: AsyncPpoAgent(
             rho_bar=settings.rho_bar,
             c_bar=settings.c_bar,

@@ -45,10 +45,11 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
     from rl_games.torch_runner import Runner
 
     from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
-    from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver
+    from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver, ObserverChain
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
     from isaacgymenvs_gmi.runners.seeding import seed_everything
+    from isaacgymenvs_gmi.runners.wandb_run import wandb_for
     from isaacgymenvs_gmi.sim.envs import make_env
     from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
 
@@ -100,15 +101,8 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         resources.rl_device,
     )
     observer = EpisodeStatsObserver(verbose=lockstep is None)
-    wandb = None
-    if plan.wandb.activate and rank == 0 and not plan.test:  # one wandb run: GMI 0's
-        from isaacgymenvs_gmi.rl.observer import ObserverChain
-        from isaacgymenvs_gmi.rl.wandb_observer import WandbObserver
-
-        wandb = WandbObserver(plan.wandb, plan.run_config or {}, plan.train.train_dir)
-        runner = Runner(ObserverChain(observer, wandb))
-    else:
-        runner = Runner(observer)
+    wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
+    runner = Runner(observer if wandb is None else ObserverChain(observer, wandb))
     if lockstep is not None:
         from .agent import GmiPpoAgent
 
