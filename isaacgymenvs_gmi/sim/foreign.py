@@ -90,8 +90,11 @@ class ForeignVecTask:
         self._length = torch.zeros(self.num_envs, device=self.device)
         self._totals = torch.zeros(3, dtype=torch.float64)  # return, length, episodes
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["env"], name)
+    def __getattr__(self, name: str) -> Any:  # only for names this class does not define
+        env = self.__dict__.get("env")
+        if env is None:
+            raise AttributeError(name)
+        return getattr(env, name)
 
     @property
     def state_space(self) -> Any:
