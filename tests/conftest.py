@@ -175,6 +175,7 @@ LEFTOVER_PATTERNS = (
     "torchelastic_*",
     "pytorch-errorfile-*",
     "gmi[0-9]*-*",
+    "gmi-mps-*",  # an MPS daemon's folders (the daemon itself is gone with them)
     "isaacgymenvs-gmi-*",
     "torchinductor_*",
 )
