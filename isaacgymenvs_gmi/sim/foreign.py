@@ -88,7 +88,7 @@ class ForeignVecTask:
         self.device = torch.device(getattr(env, "rl_device", "cpu"))
         self._return = torch.zeros(self.num_envs, device=self.device)
         self._length = torch.zeros(self.num_envs, device=self.device)
-        self._totals = torch.zeros(3, dtype=torch.float64)  # return, length, episodes
+        self._totals = torch.zeros(3, dtype=torch.float64, device=self.device)  # ret, len, n
 
     def __getattr__(self, name: str) -> Any:  # only for names this class does not define
         env = self.__dict__.get("env")
@@ -108,14 +108,12 @@ class ForeignVecTask:
         extras["episode_return"] = self._return.clone()
         extras["episode_length"] = self._length.clone()
         done = reset.to(self.device).bool()
-        if done.any():
-            self._totals += (
-                torch.stack([self._return[done].sum(), self._length[done].sum(), done.sum()])
-                .cpu()
-                .double()
-            )
-            self._return[done] = 0.0
-            self._length[done] = 0.0
+        ended = done.to(torch.float64)  # masked sums: no host sync per step (.any() would)
+        self._totals += torch.stack(
+            [(self._return * ended).sum(), (self._length * ended).sum(), ended.sum()]
+        )
+        self._return.masked_fill_(done, 0.0)
+        self._length.masked_fill_(done, 0.0)
         return self._with_states(obs_dict), reward, reset, extras
 
     def reset(self) -> dict[str, torch.Tensor]:
@@ -144,7 +142,7 @@ class ForeignVecTask:
 
     def episode_totals(self) -> tuple[float | None, float | None]:
         """Mean return and length of every episode finished so far (None before the first)."""
-        total_return, total_length, count = self._totals.tolist()
+        total_return, total_length, count = self._totals.cpu().tolist()
         if count == 0:
             return None, None
         return total_return / count, total_length / count
