@@ -5,9 +5,11 @@ target, up projection, heading projection, dof positions scaled to [-1, 1] (8), 
 * dofVelocityScale (8), foot force-torque sensors * contactForceScale (24), actions (8)].
 Reward = progress (potential difference, potential = -planar distance to target / dt) + 0.5 alive
 + upWeight if up projection > 0.93 + heading (headingWeight, scaled below 0.8) - actionsCost
-sum(a^2) - energyCost sum(|a * scaled dof vel|) - jointsAtLimitCost #(|scaled dof pos| > 0.99);
-deathCost and a reset when the torso is lower than terminationHeight. The torso terms, resets and
-the shared reward terms live in :mod:`.locomotion`.
+sum(a^2) - energyCost sum(|a * scaled dof vel|) - jointsAtLimitCost #(scaled dof pos > 0.99)
+(values above 0.99, not absolute values: upstream's code); deathCost and a reset when the torso
+is lower than terminationHeight. Episodes time out after episodeLength - 1 steps, upstream's rule
+(``TaskLogic.timeout_steps``). The torso terms, resets and the shared reward terms live in
+:mod:`.locomotion`.
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ Deviations from upstream:
 - The model (tasks/assets/anymal.xml) collides through a base box, thigh capsules and foot
   spheres only; friction uses impratio 10, as MuJoCo's soft friction otherwise lets loaded feet
   creep apart until the robot sinks into a split within seconds.
-- Episodes end when the step count reaches the limit; upstream's ``>`` runs one step longer.
+- Episodes time out as upstream's do, after episodeLength_s / dt - 1 steps
+  (``TaskLogic.timeout_steps``).
 - The task seam hands ``reset_carry`` no PRNG key: commands are drawn from a key built from
   the bit patterns of two freshly sampled dof velocities (uniform draws themselves), a fresh,
   independent-looking stream per episode.

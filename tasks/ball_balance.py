@@ -37,8 +37,8 @@ Deviations from upstream, and why:
   the ball reaches the ground, and the feet are pinned). The tray's disc keeps its mass, but a
   massless square around it (same thickness) takes the contacts: MJX's sphere-cylinder test is
   an iterative fit that misplaces contacts on a thin disc.
-* Episodes time out after ``maxEpisodeLength`` steps (upstream: one step earlier), as the
-  suite's other tasks.
+* Episodes time out after ``maxEpisodeLength - 1`` steps, upstream's rule for every task
+  (``TaskLogic.timeout_steps``).
 """
 
 from __future__ import annotations

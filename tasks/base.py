@@ -152,6 +152,15 @@ class TaskLogic(abc.ABC):
         self.info = info
         self.max_episode_length = int(env_cfg.get("episodeLength", self.default_episode_length))
 
+    @property
+    def timeout_steps(self) -> int:
+        """Steps after which an episode times out: the one episode rule of every task.
+
+        IsaacGymEnvs counts ``progress_buf`` after each step and ends an episode when
+        ``progress_buf >= max_episode_length - 1``, so an episode lasts
+        ``max_episode_length - 1`` steps (at least one here)."""
+        return max(self.max_episode_length - 1, 1)
+
     @classmethod
     def check_config(cls, env_cfg: dict[str, Any]) -> None:
         """Raise :class:`TaskConfigError` for ``task.env`` settings this task cannot honour.

@@ -2,7 +2,8 @@
 
 obs (4) = [cart position, cart velocity, pole angle, pole angular velocity]; action (1) = push
 force / maxEffort. Reward 1 - angle^2 - 0.01|cart vel| - 0.005|pole vel|, -2 and a reset when the
-cart leaves +-resetDist or the pole passes +-pi/2; episodes last 500 steps.
+cart leaves +-resetDist or the pole passes +-pi/2; episodes time out after 499 steps (length 500,
+upstream's rule: ``TaskLogic.timeout_steps``).
 """
 
 from __future__ import annotations

@@ -138,7 +138,6 @@ class FrankaCabinet(TaskLogic):
     def __init__(self, env_cfg, sim_dt, info):
         super().__init__(env_cfg, sim_dt, info)
         c = env_cfg
-        self.max_episode_length = self.max_episode_length - 1  # upstream: progress >= length - 1
         self.action_scale_cfg = float(c["actionScale"])
         self.control_freq_inv = int(c.get("controlFrequencyInv", 1))
         self.dof_vel_scale = float(c["dofVelocityScale"])

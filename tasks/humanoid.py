@@ -19,7 +19,7 @@ Reward = progress (potential difference, potential = -planar distance to target 
 - actionsCost sum(a^2) - energyCost sum(|a * obs[33:54]| * e) - sum over |obs[12:33]| > 0.98 of
 jointsAtLimitCost * (|obs| - 0.98) / 0.02 * e, with e = gear / max gear (motor effort ratio).
 A torso lower than terminationHeight gets deathCost instead and ends the episode; episodes also
-end after episodeLength steps (the suite's step logic; upstream ends them one step earlier).
+end after episodeLength - 1 steps (upstream's rule, ``TaskLogic.timeout_steps``).
 Resets: torso upright at 1.34 m, at rest; dofs at 0 + U(-0.2, 0.2) (clipped to their ranges)
 moving at U(-0.1, 0.1) rad/s.
 

@@ -30,9 +30,10 @@ orientation rot_x(pi u0) * rot_y(pi u1) (resetRotationNoise is read by upstream 
 hand dofs resetDofPosRandomInterval * U(lower, upper), velocities resetDofVelRandomInterval *
 U(-1, 1); a new goal rot_x(pi u0) * rot_y(pi u1) at position start - (0, 0, 0.04).
 
-Deviations from upstream: episodes last episodeLength steps, as every task here (upstream ends
-them one step earlier); with maxConsecutiveSuccesses > 0 the task counts its own steps, so a
-run-out episode ends as a termination, not a bootstrapped time-out. Fingertip velocities are those
+Episodes time out after episodeLength - 1 steps, upstream's rule (``TaskLogic.timeout_steps``).
+Deviations from upstream: with maxConsecutiveSuccesses > 0 the task counts its own steps (since
+the start or the latest success, by the same rule), so a run-out episode ends as a termination,
+not a bootstrapped time-out. Fingertip velocities are those
 of the distal frames' origins (PhysX reports the centre of mass, <= 1.6 cm away). The goal is no
 simulated object: it lives in the task carry, and each fresh episode draws its goals from a PRNG
 key of its own, drawn from a stream folded off the key of its reset draw, so runs are
@@ -354,7 +355,7 @@ class ShadowHand(TaskLogic):
         reward = reward + jnp.where(fell, self.fall_penalty, 0.0)
         done = fell
         if self.max_successes > 0:
-            out_of_steps = carry.steps >= self.episode_steps
+            out_of_steps = carry.steps >= max(self.episode_steps - 1, 1)  # the timeout rule
             reward = reward + jnp.where(out_of_steps, 0.5 * self.fall_penalty, 0.0)
             done = done | out_of_steps | (carry.successes >= self.max_successes)
         return reward.astype(jnp.float32), done

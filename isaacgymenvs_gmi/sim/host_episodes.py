@@ -16,8 +16,8 @@ from .step_logic import StepOutput
 class HostEpisodes:
     """Progress and return of N envs' current episodes, and totals of the finished ones."""
 
-    def __init__(self, num_envs: int, max_episode_length: int):
-        self.max_episode_length = int(max_episode_length)
+    def __init__(self, num_envs: int, timeout_steps: int):
+        self.timeout_steps = int(timeout_steps)  # the task's TaskLogic.timeout_steps
         self.progress = np.zeros(num_envs, np.int32)  # (N,) steps taken in the episode
         self.episode_return = np.zeros(num_envs, np.float32)  # (N,) undiscounted reward so far
         self.totals = np.zeros(3)  # summed return and length of finished episodes, their count
@@ -33,7 +33,7 @@ class HostEpisodes:
         of the finished envs, whose counters restart."""
         self.progress += 1
         self.episode_return += reward
-        timeout = self.progress >= self.max_episode_length
+        timeout = self.progress >= self.timeout_steps
         done = terminated | timeout
         finished = np.flatnonzero(done)
         episode_return = np.zeros_like(self.episode_return)

@@ -198,7 +198,7 @@ class MujocoBackend(PhysicsBackend):
         self._start = jax.jit(logic.start, in_shardings=on_host, out_shardings=on_host)
         self._seed = seed
         self._ctrl_identity = bool((logic.ctrl_index == np.arange(len(logic.ctrl_index))).all())
-        self._episodes = HostEpisodes(logic.num_envs, logic.task.max_episode_length)
+        self._episodes = HostEpisodes(logic.num_envs, logic.task.timeout_steps)
         self._key = self._pool = None
         # the task's per-env buffers: host arrays (their leaves), the pytree of their shared
         # views the jitted call reads, and the pool's leaves (P, ...) finished envs take theirs from
@@ -223,7 +223,7 @@ class MujocoBackend(PhysicsBackend):
         carry = jax.tree_util.tree_map(host_copy, bufs.carry)
         self._carry_leaves = jax.tree_util.tree_leaves(carry)
         self._carry_in = jax.tree_util.tree_map(lambda x: shared_input(x, self._cpu), carry)
-        self._episodes = HostEpisodes(self.logic.num_envs, self.logic.task.max_episode_length)
+        self._episodes = HostEpisodes(self.logic.num_envs, self.logic.task.timeout_steps)
         self._adopt_pool(self.logic.pool_size - self.logic.num_envs)
         everyone = np.arange(self.logic.num_envs)
         self.worlds.load(everyone, np.asarray(state.qpos), np.asarray(state.qvel))

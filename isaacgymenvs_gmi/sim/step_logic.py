@@ -175,7 +175,7 @@ class StepLogic:
         obs, reward, terminated, carry = self.observe_and_score(frame, actions, bufs.carry)
         progress = bufs.progress + 1
         ep_return = bufs.episode_return + reward
-        timeout = progress >= self.task.max_episode_length
+        timeout = progress >= self.task.timeout_steps
         done = terminated | timeout
 
         pool, reset_state, reset_obs, reset_carry = self._take(bufs.pool, done)

@@ -18,8 +18,10 @@ def backend_name(request):
 
 
 def test_ant_time_out_after_episode_length(shared_env, restart_env, step_env, backend_name):
-    env = shared_env("Ant", backend_name, episodeLength=5)
-    assert env.max_episode_length == 5
+    """Upstream's rule: an episode ends when progress (after the step) >= episodeLength - 1, so
+    episodeLength 6 gives episodes of 5 steps."""
+    env = shared_env("Ant", backend_name, episodeLength=6)
+    assert env.max_episode_length == 6 and env.task.timeout_steps == 5
     first_obs = restart_env(env)
     first_dofs = env.backend.physics_state()[0][:, 7:].copy()
     zeros = np.zeros((N, 8), np.float32)

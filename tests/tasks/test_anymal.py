@@ -266,7 +266,7 @@ def test_landing_on_its_feet_is_no_contact(shared_env, restart_env, step_env):
 
 def test_timeout_from_episode_length_s(task_cfg, step_env):
     cfg = task_cfg("Anymal")
-    cfg["env"]["learn"]["episodeLength_s"] = 0.1  # 5 steps of 0.02 s
+    cfg["env"]["learn"]["episodeLength_s"] = 0.12  # length 6 (0.02 s steps): 5-step episodes
     env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend="mujoco", num_threads=1))
     try:
         for step in range(1, 6):
@@ -282,7 +282,7 @@ def test_every_episode_keeps_the_commands_its_first_observation_shows(task_cfg, 
     the host): the commands in the observations stay those of the episode's first observation,
     and change from one episode to the next."""
     cfg = task_cfg("Anymal")
-    cfg["env"]["learn"]["episodeLength_s"] = 0.1  # 5 steps of 0.02 s
+    cfg["env"]["learn"]["episodeLength_s"] = 0.12  # length 6 (0.02 s steps): 5-step episodes
     env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend="mujoco", num_threads=1))
     try:
         shown = env.obs_buf[:, 9:12].numpy().copy()  # (N, 3) scaled commands of each episode

@@ -191,9 +191,9 @@ def test_max_consecutive_successes_and_run_out_penalty(make_task):
     still = _obs(GOAL, [0, 0, 0, 1])
     base = 1.0 / 0.1 - 0.0002 * np.sum(ACTIONS**2)
     for successes, steps, done, extra in [
-        (2.0, 599, False, 0.0),
+        (2.0, 598, False, 0.0),
         (3.0, 10, True, 0.0),  # the third success ends the episode
-        (0.0, 600, True, -25.0),  # out of steps: 0.5 * fallPenalty
+        (0.0, 599, True, -25.0),  # out of steps (600 - 1, the timeout rule): 0.5 * fallPenalty
     ]:
         reward, d = _reward(task, [still], successes=successes, steps=steps)
         assert bool(d[0]) is done and reward[0] == pytest.approx(base + extra, abs=1e-4)
