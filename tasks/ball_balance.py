@@ -5,12 +5,15 @@ The robot: a free tray on three legs; each leg hangs from the tray rim on a pass
 the ground, so the three knees set the tray's height and tilt. A ball is dropped on the tray.
 
 obs (24) = [knee angles (3), knee velocities (3), ball position (3), ball linear velocity (3)
-(world frame), force at leg 0's mount / 20 (3), torque at the mounts of legs 0, 1, 2 / 20
-(3 x 3)]. Actions (3): knee target speeds; each knee's position target moves by
-``actionSpeedScale * action`` rad/s, stays within the knee's range and starts an episode at the
-knee's reset angle (0); a stiff PD drive (4000 N m/rad, 100 N m s/rad) pulls the knee to it.
+(world frame), x-force at the mounts of legs 0, 1, 2 / 20 (3), x-torque at the three mounts / 20
+(3), y-torque (3), z-torque (3)]: component k of all three sensors, as upstream's code indexes
+its (envs, 3 sensors, 3 components) force and torque arrays (``sensor_forces[..., 0]``; its
+comments read as if it observed sensor 0's force vector). Actions (3): knee target speeds;
+each knee's position target moves by ``actionSpeedScale * action`` rad/s, stays within the knee's
+range and starts an episode at the knee's reset angle (0); a stiff PD drive (4000 N m/rad,
+100 N m s/rad) pulls the knee to it.
 Reward = 1 / (1 + |ball - (0, 0, 0.7)|) * 1 / (1 + |ball velocity|). An episode ends when the
-ball centre drops below 1.5 ball radii (0.15 m), or after ``maxEpisodeLength`` steps.
+ball centre drops below 1.5 ball radii (0.15 m), or after ``maxEpisodeLength - 1`` steps.
 Reset: robot at rest in its initial pose; ball 1-2 m high, 0.001-0.5 m off the vertical axis
 in a random direction, falling at 5 m/s and moving towards the axis at up to 5 m/s (the
 further out, the faster).
@@ -32,7 +35,7 @@ Deviations from upstream, and why:
 * Sensors: MuJoCo force/torque sensors measure what a body exchanges with its parent, so they
   sit on each leg's mount and read the load (in the leg's frame) that the tray passes to that
   leg. Upstream's three tray sensors read the tray's net force (the same for all three) and
-  its torques about three points; slot 12:15 is leg 0's mount force.
+  its torques about three points; slots 12:15 are the mounts' x-forces.
 * Contacts: only the ball collides, with the tray and the floor (upstream's episodes end before
   the ball reaches the ground, and the feet are pinned). The tray's disc keeps its mass, but a
   massless square around it (same thickness) takes the contacts: MJX's sphere-cylinder test is
@@ -72,7 +75,8 @@ MAX_HORIZONTAL_SPEED, FALL_SPEED = 5.0, 5.0
 
 BODIES = ("tray",) + tuple(f"{part}_leg{i}" for i in range(LEGS) for part in ("upper", "lower"))
 JOINTS = tuple(f"{part}_leg_joint{i}" for i in range(LEGS) for part in ("upper", "lower"))
-SENSORS = ("mount0_force", "mount0_torque", "mount1_torque", "mount2_torque")  # observed
+FORCES = tuple(f"mount{i}_force" for i in range(LEGS))  # (3 sensors) x (x, y, z)
+TORQUES = tuple(f"mount{i}_torque" for i in range(LEGS))
 FORCE, TORQUE = mujoco.mjtSensor.mjSENS_FORCE, mujoco.mjtSensor.mjSENS_TORQUE
 SITE = mujoco.mjtObj.mjOBJ_SITE
 
@@ -200,10 +204,14 @@ class BallBalance(TaskLogic):
     def observe(self, frame: PhysicsFrame, actions, carry):
         """(N, 24) observations in the layout of the module docstring."""
         q, v, b, bv = frame.qpos, frame.qvel, self.ball_qpos, self.ball_qvel
-        sensors = [self.info.sensor(frame.sensordata, s) * SENSOR_SCALE for s in SENSORS]
+        forces, torques = (
+            jnp.stack([self.info.sensor(frame.sensordata, s) for s in names], axis=1)
+            for names in (FORCES, TORQUES)
+        )  # (N, 3 sensors, 3 components) each
+        sensors = [forces[..., 0], torques[..., 0], torques[..., 1], torques[..., 2]]
         obs = jnp.concatenate(
             [q[:, self.knee_qpos], v[:, self.knee_qvel], q[:, b : b + 3], v[:, bv : bv + 3]]
-            + sensors,
+            + [s * SENSOR_SCALE for s in sensors],
             axis=-1,
         )
         return obs, carry

@@ -155,7 +155,8 @@ def test_observation_layout_by_hand(task, model):
     qvel[1, 6:12] = [0.0, -3.0, 0.0, 4.0, 0.0, 0.5]
     qpos[:, 13:20] = [[0.3, -0.2, 0.9, 1, 0, 0, 0], [-0.1, 0.4, 1.7, 0.5, 0.5, 0.5, 0.5]]
     qvel[:, 12:18] = [[0.5, -0.6, -4.0, 9, 9, 9], [2.0, 1.0, 0.25, -9, 9, -9]]
-    # sensordata: force, torque of mount 0, of mount 1, of mount 2
+    # sensordata: force, torque of mount 0, of mount 1, of mount 2; every value differs, so a
+    # transposed layout (sensor 0's vector instead of component 0 of every sensor) fails here
     sd = np.arange(36, dtype=np.float64).reshape(2, 18) - 10.0
     obs, carry = task.observe(PhysicsFrame(_f32(qpos), _f32(qvel), _f32(sd)), jnp.zeros((2, 3)), ())
     assert obs.shape == (2, 24) and obs.dtype == jnp.float32 and carry == ()
@@ -163,13 +164,13 @@ def test_observation_layout_by_hand(task, model):
         [0.21, 0.22, 0.23]  # knee angles
         + [2.1, 2.2, 2.3]  # knee velocities
         + [0.3, -0.2, 0.9, 0.5, -0.6, -4.0]  # ball position, ball velocity
-        + [-10 / 20, -9 / 20, -8 / 20]  # mount 0 force / 20
-        + [-7 / 20, -6 / 20, -5 / 20]  # mount 0 torque / 20
-        + [-1 / 20, 0 / 20, 1 / 20]  # mount 1 torque / 20 (columns 9:12)
-        + [5 / 20, 6 / 20, 7 / 20],  # mount 2 torque / 20 (columns 15:18)
+        + [-10 / 20, -4 / 20, 2 / 20]  # x-force of mounts 0, 1, 2 (columns 0, 6, 12) / 20
+        + [-7 / 20, -1 / 20, 5 / 20]  # x-torque of mounts 0, 1, 2 (columns 3, 9, 15) / 20
+        + [-6 / 20, 0 / 20, 6 / 20]  # y-torque (columns 4, 10, 16) / 20
+        + [-5 / 20, 1 / 20, 7 / 20],  # z-torque (columns 5, 11, 17) / 20
         [-0.5, 1.5, -1.2, -3.0, 4.0, 0.5, -0.1, 0.4, 1.7, 2.0, 1.0, 0.25]
-        + [8 / 20, 9 / 20, 10 / 20, 11 / 20, 12 / 20, 13 / 20]
-        + [17 / 20, 18 / 20, 19 / 20, 23 / 20, 24 / 20, 25 / 20],
+        + [8 / 20, 14 / 20, 20 / 20, 11 / 20, 17 / 20, 23 / 20]
+        + [12 / 20, 18 / 20, 24 / 20, 13 / 20, 19 / 20, 25 / 20],
     ]
     np.testing.assert_allclose(np.asarray(obs), expected, rtol=1e-6, atol=1e-7)
 
