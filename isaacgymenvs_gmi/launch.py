@@ -47,13 +47,14 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
 from isaacgymenvs_gmi.runners import BODIES, RunResult, body_for
 from isaacgymenvs_gmi.sim.envs import is_task_logic
-from isaacgymenvs_gmi.sim.foreign import is_vec_task_class, preflight_vec_task
+from isaacgymenvs_gmi.sim.foreign import preflight_vec_task
 from isaacgymenvs_gmi.sim.preflight import TaskFootprint, preflight_task
 from isaacgymenvs_gmi.tasks import (
     TaskModuleError,
     UnknownTaskError,
     get_task_class,
     import_task_modules,
+    is_vec_task_class,
 )
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
 

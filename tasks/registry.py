@@ -64,10 +64,8 @@ def register_task(name: str, cls: T | None = None) -> T | Callable[[T], T]:
             raise ValueError(f"register_task: the task name must be a non-empty string: {name!r}")
         if name in SUITE:
             raise ValueError(f"register_task: {name!r} is a task of the suite; pick another name")
-        shaped = isinstance(task_cls, type) and all(
-            callable(getattr(task_cls, m, None)) for m in ("step", "reset")
-        )
-        if not (isinstance(task_cls, type) and issubclass(task_cls, TaskLogic)) and not shaped:
+        logic = isinstance(task_cls, type) and issubclass(task_cls, TaskLogic)
+        if not logic and not is_vec_task_class(task_cls):
             raise TypeError(
                 f"register_task: {task_cls!r} is neither a TaskLogic subclass nor a class with "
                 "IsaacGymEnvs' VecTask interface (step, reset)"
@@ -81,6 +79,13 @@ def register_task(name: str, cls: T | None = None) -> T | Callable[[T], T]:
         return task_cls
 
     return add if cls is None else add(cls)
+
+
+def is_vec_task_class(cls: object) -> bool:
+    """Whether ``cls`` is a class shaped like IsaacGymEnvs' ``VecTask`` (``step``/``reset``)."""
+    return isinstance(cls, type) and all(
+        callable(getattr(cls, name, None)) for name in ("step", "reset")
+    )
 
 
 def unregister_task(name: str) -> None:

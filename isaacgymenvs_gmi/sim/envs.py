@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class
+from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class, is_vec_task_class
 
-from .foreign import ForeignVecTask, build_vec_task, is_vec_task_class
+from .foreign import ForeignVecTask, build_vec_task
 from .vec_task import PhysicsOptions, VecTask
 
 

@@ -25,13 +25,6 @@ log = logging.getLogger(__name__)
 PREFLIGHT_ENVS = 2  # envs of the throw-away instance that measures a task's widths
 
 
-def is_vec_task_class(cls: object) -> bool:
-    """Whether ``cls`` is a class shaped like IsaacGymEnvs' ``VecTask`` (``step``/``reset``)."""
-    return isinstance(cls, type) and all(
-        callable(getattr(cls, name, None)) for name in ("step", "reset")
-    )
-
-
 def build_vec_task(
     cls: type, task_config: dict[str, Any], rl_device: str, sim_device: str, headless: bool = True
 ) -> Any:
