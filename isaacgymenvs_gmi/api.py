@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +32,10 @@ CONFIG_DIR = Path(__file__).resolve().parents[1] / "cfg"
 
 
 def compose_config(*overrides: str, config_dir: str | Path = CONFIG_DIR) -> DictConfig:
-    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running."""
+    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running.
+
+    Inside a running Hydra app its global state is cleared first (as ``isaacgymenvs.make``
+    does), so call it after the app has read what it needs of ``HydraConfig``."""
     import warnings
 
     from hydra import compose, initialize_config_dir
@@ -86,7 +90,7 @@ def make(
         sim_device = rl_device = f"cuda:{local}"
     if cfg is None:
         cfg = compose_config(f"task={task}", *overrides)
-    cfg = cfg.copy()
+    cfg = copy.deepcopy(cfg)  # the caller's config stays as it was; nodes re-parented
     OmegaConf.set_struct(cfg, False)
     cfg.sim_device, cfg.rl_device, cfg.num_envs, cfg.seed = sim_device, rl_device, num_envs, seed
     load_task_modules(cfg.get("task_modules"))

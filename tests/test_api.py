@@ -36,6 +36,7 @@ def test_make_has_isaacgymenvs_call_shape():
 def test_make_takes_the_task_from_a_composed_cfg():
     cfg = isaacgymenvs_gmi.compose_config("task=Cartpole", "task.env.maxEffort=10.0")
     env = isaacgymenvs_gmi.make(3, "Cartpole", 6, "cpu", "cpu", cfg=cfg)
+    assert cfg.num_envs == "" and cfg.seed == 42  # the caller's config is left as it was
     try:
         assert env.num_envs == 6 and env.cfg["env"]["maxEffort"] == 10.0
         obs_dict, rew, reset, _ = env.step(torch.zeros(6, 1))
