@@ -49,6 +49,7 @@ bench: install
 	$(BIN)/python bench/async_lag.py
 	$(BIN)/python bench/async_vs_sync.py
 	$(BIN)/python bench/serve_scaling.py
+	$(BIN)/python bench/randomization_overhead.py
 	$(BIN)/python bench/report.py
 
 clean:

@@ -28,6 +28,7 @@ from isaacgymenvs_gmi.config import (
 )
 from isaacgymenvs_gmi.config.async_mode import ServeSettings
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
+from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
@@ -99,6 +100,7 @@ def plan_run(
         footprint = preflight_task(
             task_cls, task_config, sim.assets_root, defaults=_bundled_env(cfg.task_name)
         )
+    randomization = RandomizationSettings.from_task_config(task_config)  # refused: named
     if gmi.mode not in BODIES:
         raise ConfigError("gmi.mode", gmi.mode, f"available in this version: {', '.join(BODIES)}")
     node = node_layout(gmi, inventory or _inventory(cuda))
@@ -147,6 +149,8 @@ def plan_run(
 
         widths = (footprint.num_obs, footprint.num_states, footprint.num_actions)
         check_checkpoint(str(cfg.checkpoint), cfg.task_name, task_config, train_params, widths)
+    if randomization is not None:
+        log.info(randomization.describe())
     if cfg.test and layout.world_size > 1 and not world:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)

@@ -13,9 +13,10 @@ Listed when present in the composed config:
 * ``task.env.envSpacing`` (MuJoCo worlds are independent, not laid out on a grid),
   ``task.env.enableCameraSensors``, ``task.env.enableDebugVis``;
 * ``task.env.plane.*`` (ground contact parameters come from the model file);
-* ``task.env.asset.assetRoot`` (assets are found through the top-level ``assets_root``);
-* ``task.task.randomize`` and ``task.task.randomization_params`` when ``randomize`` is true
-  (Isaac Gym's domain randomisation is not reproduced).
+* ``task.env.asset.assetRoot`` (assets are found through the top-level ``assets_root``).
+
+Domain randomisation (``task.task.randomize``) is reported by its own line: what is applied and
+what is not yet (:mod:`.randomization`).
 
 Kept, because the MuJoCo tasks read them: ``task.sim.dt``, ``substeps``, ``up_axis``,
 ``gravity``, and the ``task.env`` reward, cost and episode settings.
@@ -48,8 +49,6 @@ TASK_KEYS: tuple[str, ...] = (
     "task.env.asset.assetRoot",
 )
 _PLANE = "task.env.plane"
-_RANDOMIZE = "task.task.randomize"
-_RANDOMIZATION_PARAMS = "task.task.randomization_params"
 
 _reported = False
 
@@ -60,10 +59,6 @@ def ignored_physx_keys(cfg: Any) -> list[str]:
     plane = _get(cfg, _PLANE)
     if isinstance(plane, Mapping):
         keys.extend(f"{_PLANE}.{name}" for name in plane)
-    if _get(cfg, _RANDOMIZE) is True:
-        keys.append(_RANDOMIZE)
-        if _has(cfg, _RANDOMIZATION_PARAMS):
-            keys.append(_RANDOMIZATION_PARAMS)
     return keys
 
 

@@ -16,10 +16,12 @@ import jax
 import numpy as np
 import torch
 
+from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
 from .model import compile_task_model
+from .noise import EnvNoise
 from .step_logic import StepLogic, StepOutput
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,12 @@ class VecTask:
             device = _jax_device_for(sim_device)
             self.backend = MjxBackend(logic, model, timing.nstep, seed, physics.mjx_impl, device)
 
+        randomization = RandomizationSettings.from_task_config(config)
+        self.noise = (  # observation and action noise of task.task.randomize; None: off
+            EnvNoise(randomization, self._torch_rl_device, seed)
+            if randomization and (randomization.observations or randomization.actions)
+            else None
+        )
         self.total_train_env_frames = 0
         self.control_steps = 0
         self.extras: dict[str, Any] = {}
@@ -173,9 +181,18 @@ class VecTask:
         return self.obs_dict.get("states")
 
     def step(self, actions: torch.Tensor):
+        if self.noise is not None:
+            actions = self.noise.on_actions(actions)  # before the backend clips them
         out = self.backend.step(self._actions_for_backend(actions))
         self.control_steps += 1
-        return self._publish(out)
+        result = self._publish(out)
+        if self.noise is None:
+            return result
+        noisy = self.noise.on_observations(self.obs_buf).clamp(-self.clip_obs, self.clip_obs)
+        self.obs_buf = noisy
+        self._set_obs(noisy)
+        self.noise.advance(self.control_steps * self.control_freq_inv)  # physics steps
+        return self.obs_dict, self.rew_buf, self.reset_buf, self.extras
 
     def reset(self) -> dict[str, torch.Tensor]:
         """The current observations (envs reset themselves as their episodes end)."""
