@@ -126,7 +126,7 @@ class VecTask:
 
         randomization = RandomizationSettings.from_task_config(config)
         self.noise = (  # observation and action noise of task.task.randomize; None: off
-            EnvNoise(randomization, self._torch_rl_device, seed)
+            EnvNoise(randomization, seed)
             if randomization and (randomization.observations or randomization.actions)
             else None
         )
@@ -188,7 +188,7 @@ class VecTask:
         result = self._publish(out)
         if self.noise is None:
             return result
-        noisy = self.noise.on_observations(self.obs_buf).clamp(-self.clip_obs, self.clip_obs)
+        noisy = self.noise.on_observations(self.obs_buf, self.clip_obs)
         self.obs_buf = noisy
         self._set_obs(noisy)
         self.noise.advance(self.control_steps * self.control_freq_inv)  # physics steps

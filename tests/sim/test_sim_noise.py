@@ -26,7 +26,7 @@ def _task(params: dict | None, randomize: bool = True) -> dict:
 def _noise(**spec) -> Noise:
     spec.setdefault("operation", "additive")
     spec.setdefault("distribution", "gaussian")
-    return Noise(NoiseSpec.from_node("x", spec), torch.Generator().manual_seed(0))
+    return Noise(NoiseSpec.from_node("x", spec), seed=0)
 
 
 def test_off_by_default(compose_cfg):
@@ -70,6 +70,27 @@ def test_upstream_schema_is_read_and_what_is_not_applied_is_named(compose_cfg):
 def test_bad_settings_are_refused_naming_the_key(params, key):
     with pytest.raises(ConfigError, match=rf"^task\.task\.randomization_params\.(\w+\.)?{key}="):
         RandomizationSettings.from_task_config(_task(params))
+
+
+class _TorchNoise(Noise):
+    """The device path (torch ops and generator), exercised on the CPU."""
+
+    def on_host(self, tensor):
+        return False
+
+
+@pytest.mark.parametrize("cls", [Noise, _TorchNoise], ids=["numpy", "torch"])
+@pytest.mark.parametrize("distribution", ["gaussian", "uniform"])
+def test_both_paths_draw_the_same_distribution(cls, distribution):
+    spec = NoiseSpec(distribution, "additive", (0.5, 1.5), range_correlated=(0.0, 0.5))
+    noise = cls(spec, seed=3)
+    out = noise(torch.zeros(SHAPE))
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
+    fresh_var = 1.5**2 if distribution == "gaussian" else 1.0 / 12
+    corr_var = 0.5**2
+    assert out.var().item() == pytest.approx(fresh_var + corr_var, rel=0.04)
+    mean = 0.5 if distribution == "gaussian" else 1.0
+    assert out.mean().item() == pytest.approx(mean, abs=0.03)
 
 
 def test_gaussian_noise_follows_its_mean_and_std():
@@ -122,12 +143,12 @@ def test_frequency_sets_when_parameters_and_correlated_draws_refresh():
     settings = RandomizationSettings.from_task_config(
         _task({"frequency": 10, "observations": {**spec, "operation": "additive"}})
     )
-    noise = EnvNoise(settings, torch.device("cpu"), seed=0)
-    first = noise.on_observations(torch.zeros(8, 3))
+    noise = EnvNoise(settings, seed=0)
+    first = noise.on_observations(torch.zeros(8, 3), clip=5.0)
     noise.advance(9)
-    torch.testing.assert_close(noise.on_observations(torch.zeros(8, 3)), first)
+    torch.testing.assert_close(noise.on_observations(torch.zeros(8, 3), clip=5.0), first)
     noise.advance(10)
-    assert not torch.equal(noise.on_observations(torch.zeros(8, 3)), first)
+    assert not torch.equal(noise.on_observations(torch.zeros(8, 3), clip=5.0), first)
 
 
 @pytest.mark.parametrize("backend", ["mujoco", "mjx"])
