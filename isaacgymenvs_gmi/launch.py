@@ -94,13 +94,14 @@ def plan_run(
     sim = resolve_sim_settings(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
     )
+    # refused naming the key; a foreign VecTask reads its own randomisation settings
+    randomization = None if vec_task else RandomizationSettings.from_task_config(task_config)
     if vec_task:
         footprint = preflight_vec_task(task_cls, task_config)
     else:
         footprint = preflight_task(
-            task_cls, task_config, sim.assets_root, defaults=_bundled_env(cfg.task_name)
+            task_cls, task_config, sim.assets_root, _bundled_env(cfg.task_name), randomization
         )
-    randomization = RandomizationSettings.from_task_config(task_config)  # refused: named
     if gmi.mode not in BODIES:
         raise ConfigError("gmi.mode", gmi.mode, f"available in this version: {', '.join(BODIES)}")
     node = node_layout(gmi, inventory or _inventory(cuda))

@@ -29,6 +29,7 @@ class Ant(LocomotionTask):
     num_obs = 60
     num_actions = 8
     asset_file = "ant.xml"
+    actors = {"ant": ("torso",)}  # upstream's actor names
     default_episode_length = 1000
     start_height = START_HEIGHT
 

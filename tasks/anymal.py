@@ -140,6 +140,7 @@ class Anymal(TaskLogic):
     num_obs = 48
     num_actions = 12
     asset_file = "anymal.xml"
+    actors = {"anymal": ("base",)}  # upstream's actor names
     default_episode_length = 2500
 
     def __init__(self, env_cfg, sim_dt, info):

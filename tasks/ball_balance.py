@@ -86,6 +86,7 @@ class BallBalance(TaskLogic):
     num_obs = 24
     num_actions = 3
     asset_file = "ball_balance.xml"
+    actors = {"bbot": ("tray",), "ball": ("ball",)}  # upstream's actor names
     default_episode_length = 500
 
     def __init__(self, env_cfg, sim_dt, info):

@@ -145,6 +145,9 @@ class TaskLogic(abc.ABC):
     # False when observe reads nothing from earlier steps: its carry then only hands this
     # step's geometry to the reward, and episodes keep none (no per-env buffers, no pooling)
     keeps_carry: ClassVar[bool] = True
+    # IsaacGymEnvs' actor names (domain randomisation's ``actor_params``) -> root bodies of
+    # each actor in the model; None: every body attached to the world is an actor of its name
+    actors: ClassVar[dict[str, tuple[str, ...]] | None] = None
 
     def __init__(self, env_cfg: dict[str, Any], sim_dt: float, info: ModelInfo):
         self.env_cfg = env_cfg

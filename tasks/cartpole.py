@@ -21,6 +21,7 @@ class Cartpole(TaskLogic):
     num_obs = 4
     num_actions = 1
     asset_file = "cartpole.xml"
+    actors = {"cartpole": ("slider",)}  # upstream's actor names
     default_episode_length = 500
 
     def __init__(self, env_cfg, sim_dt, info):

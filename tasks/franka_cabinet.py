@@ -132,6 +132,7 @@ class FrankaCabinet(TaskLogic):
     num_obs = 23
     num_actions = 9
     asset_file = "franka_cabinet.xml"
+    actors = {"franka": ("panda_link0",), "cabinet": ("sektion",)}  # upstream's actor names
     default_episode_length = 500
     keeps_carry = False  # observe hands the grasp geometry to the reward, nothing more
 

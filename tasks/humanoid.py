@@ -51,6 +51,7 @@ class Humanoid(LocomotionTask):
     num_obs = 108
     num_actions = 21
     asset_file = "humanoid.xml"
+    actors = {"humanoid": ("torso",)}  # upstream's actor names
     default_episode_length = 1000
     start_height = START_HEIGHT
 

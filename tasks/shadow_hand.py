@@ -133,6 +133,7 @@ class ShadowHand(TaskLogic):
     num_obs = 211  # full_state; the instance attribute follows observationType
     num_actions = 20
     asset_file = "shadow_hand.xml"
+    actors = {"hand": ("robot0:hand mount",), "object": ("object",)}  # upstream's actor names
     default_episode_length = 600
 
     @classmethod

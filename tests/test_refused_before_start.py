@@ -90,6 +90,24 @@ BAD_INPUTS = [
     (["task=Ant", "gmi.backend=tpu"], "gmi.backend"),
     (["task=Ant", "gmi.num_gpus=64"], "gmi.num_gpus"),
     (["task=Ant", "gmi.per_gpu=2", "gmi.intra_device=ipc"], "gmi.intra_device"),
+    # domain randomisation: an actor the task does not have, a property MuJoCo lacks the name of
+    (
+        [
+            "task=Ant",
+            "task.task.randomize=True",
+            "+task.task.randomization_params.actor_params"
+            ".robot.dof_properties.damping.range=[0.5,1.5]",
+        ],  # fmt: skip
+        "task.task.randomization_params.actor_params.robot",
+    ),
+    (
+        [
+            "task=Ant",
+            "task.task.randomize=True",
+            "+task.task.randomization_params.actor_params.ant.dof_properties.gain.range=[0.5,1.5]",
+        ],  # fmt: skip
+        "task.task.randomization_params.actor_params.ant.dof_properties.gain",
+    ),
 ]
 
 

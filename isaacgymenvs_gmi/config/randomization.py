@@ -1,11 +1,13 @@
 """Domain randomisation settings with IsaacGymEnvs' schema (``task.task.randomize`` and
 ``task.task.randomization_params``), validated at the edge.
 
-Honoured so far: observation and action noise (``observations``, ``actions``: ``range``,
-``range_correlated``, ``distribution`` gaussian / uniform, ``operation`` additive / scaling,
-``schedule`` linear / constant with ``schedule_steps``) and ``frequency``. Accepted but not yet
-applied, and listed once by the launcher: ``sim_params`` and ``actor_params``. A malformed entry
-of either kind is refused naming its key.
+Honoured: observation and action noise (``observations``, ``actions``), ``sim_params.gravity``,
+and the per-world physical properties MuJoCo can vary under ``actor_params.<actor>``:
+``rigid_body_properties.mass``, ``rigid_shape_properties`` friction (sliding, torsion, rolling)
+and restitution, ``dof_properties`` damping, stiffness, lower, upper, armature and friction,
+and ``tendon_properties`` damping and stiffness. Isaac Gym properties with no MuJoCo
+counterpart (``color``, ``scale``, a body's ``com``, a dof's ``velocity`` ...) are accepted
+and listed once as not applied; anything else is refused naming its key.
 """
 
 from __future__ import annotations
@@ -19,10 +21,30 @@ from .errors import ConfigError, one_of
 
 _PREFIX = "task.task.randomization_params"
 NOISE_DISTRIBUTIONS = ("gaussian", "uniform")
+DISTRIBUTIONS = ("gaussian", "uniform", "loguniform")
 OPERATIONS = ("additive", "scaling")
 SCHEDULES = ("linear", "constant")
-NOT_APPLIED = ("sim_params", "actor_params")  # accepted (upstream configs carry them), listed
-_KNOWN = ("frequency", "observations", "actions", *NOT_APPLIED)
+_KNOWN = ("frequency", "observations", "actions", "sim_params", "actor_params")
+_SCHEDULE_KEYS = ("range", "operation", "distribution", "schedule", "schedule_steps")
+
+# actor property group -> (attributes reproduced in MuJoCo, Isaac Gym attributes that are not)
+ACTOR_PROPERTIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "rigid_body_properties": (("mass",), ("com", "inertia", "flags", "invMass", "invInertia")),
+    "rigid_shape_properties": (
+        ("friction", "torsion_friction", "rolling_friction", "restitution"),
+        ("compliance", "thickness", "contact_offset", "rest_offset", "filter"),
+    ),
+    "dof_properties": (
+        ("damping", "stiffness", "lower", "upper", "armature", "friction"),
+        ("velocity", "effort", "hasLimits", "driveMode"),
+    ),
+    "tendon_properties": (
+        ("damping", "stiffness"),
+        ("limit_stiffness", "lower_limit", "upper_limit", "rest_length"),
+    ),
+}
+_ACTOR_FLAGS = ("color", "scale")  # whole-actor entries Isaac Gym has and MuJoCo worlds do not
+_SIM_PARAMS = (("gravity",), ("rest_offset",))
 
 
 def _pair(key: str, value: Any) -> tuple[float, float]:
@@ -34,14 +56,48 @@ def _pair(key: str, value: Any) -> tuple[float, float]:
     return float(value[0]), float(value[1])
 
 
+def schedule_scale(schedule: str | None, schedule_steps: int, step: int) -> float:
+    """How much of a randomisation is on at physics step ``step`` (0..1): linear ramps it in
+    over ``schedule_steps``, constant switches it on after them, None: always on."""
+    if schedule == "linear":
+        return min(step, schedule_steps) / schedule_steps
+    if schedule == "constant":
+        return float(step >= schedule_steps)
+    return 1.0
+
+
+def _common(key: str, node: Any, allowed: tuple[str, ...], distributions: tuple[str, ...]):
+    """The checked mapping and its (distribution, operation, range, schedule, steps)."""
+    node = to_plain(node)
+    if not isinstance(node, Mapping):
+        raise ConfigError(key, node, "must be a mapping of randomisation settings")
+    for name in node:
+        if name not in allowed:
+            raise ConfigError(f"{key}.{name}", node[name], one_of(allowed))
+    distribution = node.get("distribution", "gaussian")
+    if distribution not in distributions:
+        raise ConfigError(f"{key}.distribution", distribution, one_of(distributions))
+    operation = node.get("operation", "additive")
+    if operation not in OPERATIONS:
+        raise ConfigError(f"{key}.operation", operation, one_of(OPERATIONS))
+    if "range" not in node:
+        raise ConfigError(f"{key}.range", None, "missing: a pair of numbers")
+    schedule = node.get("schedule")
+    if schedule is not None and schedule not in SCHEDULES:
+        raise ConfigError(f"{key}.schedule", schedule, one_of(SCHEDULES))
+    steps = 0
+    if schedule is not None:
+        steps = check_int(f"{key}.schedule_steps", node.get("schedule_steps"), minimum=1)
+    return node, distribution, operation, _pair(f"{key}.range", node["range"]), schedule, steps
+
+
 @dataclass(frozen=True)
 class NoiseSpec:
     """Noise on observations or actions, in upstream's terms.
 
     gaussian: ``range`` = (mean, std) of fresh noise each step, ``range_correlated`` = (mean,
     std) of a part drawn once per refresh; uniform: (low, high) of each. ``operation``: added
-    to the tensor, or multiplied with it. ``schedule``: linear ramps the noise in over
-    ``schedule_steps`` physics steps, constant switches it on after them, None: always on."""
+    to the tensor, or multiplied with it. ``schedule`` over ``schedule_steps`` physics steps."""
 
     distribution: str
     operation: str
@@ -52,57 +108,78 @@ class NoiseSpec:
 
     @classmethod
     def from_node(cls, key: str, node: Any) -> NoiseSpec:
-        node = to_plain(node)
-        if not isinstance(node, Mapping):
-            raise ConfigError(key, node, "must be a mapping of noise settings")
-        known = ("range", "range_correlated", "operation", "distribution")
-        known += ("schedule", "schedule_steps")
-        for name in node:
-            if name not in known:
-                raise ConfigError(f"{key}.{name}", node[name], one_of(known))
-        distribution = node.get("distribution", "gaussian")
-        if distribution not in NOISE_DISTRIBUTIONS:
-            raise ConfigError(f"{key}.distribution", distribution, one_of(NOISE_DISTRIBUTIONS))
-        operation = node.get("operation", "additive")
-        if operation not in OPERATIONS:
-            raise ConfigError(f"{key}.operation", operation, one_of(OPERATIONS))
-        if "range" not in node:
-            raise ConfigError(f"{key}.range", None, "missing: a pair of numbers")
-        schedule = node.get("schedule")
-        if schedule is not None and schedule not in SCHEDULES:
-            raise ConfigError(f"{key}.schedule", schedule, one_of(SCHEDULES))
-        steps = 0
-        if schedule is not None:
-            steps = check_int(f"{key}.schedule_steps", node.get("schedule_steps"), minimum=1)
-        return cls(
-            distribution=distribution,
-            operation=operation,
-            range=_pair(f"{key}.range", node["range"]),
-            range_correlated=_pair(
-                f"{key}.range_correlated", node.get("range_correlated", [0.0, 0.0])
-            ),
-            schedule=schedule,
-            schedule_steps=steps,
+        allowed = (*_SCHEDULE_KEYS, "range_correlated")
+        node, distribution, operation, rng, schedule, steps = _common(
+            key, node, allowed, NOISE_DISTRIBUTIONS
         )
+        correlated = _pair(f"{key}.range_correlated", node.get("range_correlated", [0.0, 0.0]))
+        return cls(distribution, operation, rng, correlated, schedule, steps)
 
     def scale(self, step: int) -> float:
         """How much of the noise is on at physics step ``step`` (0..1)."""
-        if self.schedule == "linear":
-            return min(step, self.schedule_steps) / self.schedule_steps
-        if self.schedule == "constant":
-            return float(step >= self.schedule_steps)
-        return 1.0
+        return schedule_scale(self.schedule, self.schedule_steps, step)
+
+
+@dataclass(frozen=True)
+class PropertySpec:
+    """How one physical property is drawn: ``range`` = (mean, std) for gaussian, (low, high)
+    for uniform and loguniform (both > 0); the draw is added to, or multiplies, the model's own
+    value. ``setup_only``: drawn once, before the first step. ``num_buckets`` > 0: draws snap to
+    that many levels over the range (upstream's material buckets)."""
+
+    distribution: str
+    operation: str
+    range: tuple[float, float]
+    schedule: str | None = None
+    schedule_steps: int = 0
+    setup_only: bool = False
+    num_buckets: int = 0
+
+    @classmethod
+    def from_node(cls, key: str, node: Any) -> PropertySpec:
+        allowed = (*_SCHEDULE_KEYS, "setup_only", "num_buckets")
+        node, distribution, operation, rng, schedule, steps = _common(
+            key, node, allowed, DISTRIBUTIONS
+        )
+        if distribution == "loguniform" and min(rng) <= 0:
+            raise ConfigError(f"{key}.range", list(rng), "loguniform needs 0 < low <= high")
+        if distribution != "gaussian" and rng[0] > rng[1]:
+            raise ConfigError(f"{key}.range", list(rng), f"{distribution} needs low <= high")
+        setup_only = node.get("setup_only", False)
+        if not isinstance(setup_only, bool):
+            raise ConfigError(f"{key}.setup_only", setup_only, "must be True or False")
+        buckets = check_int(f"{key}.num_buckets", node.get("num_buckets", 0), minimum=0)
+        return cls(distribution, operation, rng, schedule, steps, setup_only, buckets)
+
+    def scale(self, step: int) -> float:
+        return schedule_scale(self.schedule, self.schedule_steps, step)
+
+
+@dataclass(frozen=True)
+class ActorProperty:
+    """``actor_params.<actor>.<group>.<attribute>`` and how it is drawn."""
+
+    actor: str
+    group: str
+    attribute: str
+    spec: PropertySpec
+
+    @property
+    def key(self) -> str:
+        return f"{_PREFIX}.actor_params.{self.actor}.{self.group}.{self.attribute}"
 
 
 @dataclass(frozen=True)
 class RandomizationSettings:
-    """``frequency``: physics steps between refreshes of the noise parameters (and of the
-    correlated draws). ``not_applied``: keys of ``randomization_params`` accepted but not
-    reproduced yet."""
+    """``frequency``: physics steps between refreshes of the noise and of gravity, and env
+    steps an env runs before it takes new physical properties at its next reset (as upstream
+    counts them). ``not_applied``: accepted keys without a MuJoCo counterpart."""
 
     frequency: int = 1
     observations: NoiseSpec | None = None
     actions: NoiseSpec | None = None
+    gravity: PropertySpec | None = None
+    actor_properties: tuple[ActorProperty, ...] = ()
     not_applied: tuple[str, ...] = ()
 
     @classmethod
@@ -127,17 +204,79 @@ class RandomizationSettings:
         }
         frequency = check_int(f"{_PREFIX}.frequency", params.get("frequency", 1), minimum=1)
         not_applied: list[str] = []
-        for name in (n for n in NOT_APPLIED if n in params):
-            node = params[name]
-            parts = list(node) if isinstance(node, Mapping) else []
-            not_applied += [f"{name}.{part}" for part in parts] or [name]
-        return cls(frequency=frequency, not_applied=tuple(not_applied), **noise)
+        gravity = _sim_params(params.get("sim_params"), not_applied)
+        actors = _actor_params(params.get("actor_params"), not_applied)
+        return cls(
+            frequency,
+            **noise,
+            gravity=gravity,
+            actor_properties=actors,
+            not_applied=tuple(not_applied),
+        )
+
+    @property
+    def physics(self) -> bool:
+        """Whether anything of the physics itself is randomised."""
+        return self.gravity is not None or bool(self.actor_properties)
 
     def describe(self) -> str:
         """One line: what is applied and what is not."""
-        applied = [n for n in ("observations", "actions") if getattr(self, n) is not None]
-        line = f"domain randomisation: {', '.join(applied) or 'nothing'} noise applied"
-        line += f" (refreshed every {self.frequency} physics steps)"
+        applied = [f"{n} noise" for n in ("observations", "actions") if getattr(self, n)]
+        applied += ["sim_params.gravity"] if self.gravity else []
+        applied += [p.key.removeprefix(f"{_PREFIX}.") for p in self.actor_properties]
+        line = f"domain randomisation: {', '.join(applied) or 'nothing'} applied"
+        line += f" (frequency {self.frequency})"
         if self.not_applied:
-            line += f"; accepted but not applied yet: {', '.join(self.not_applied)}"
+            line += f"; no MuJoCo counterpart, not applied: {', '.join(self.not_applied)}"
         return line
+
+
+def _sim_params(node: Any, not_applied: list[str]) -> PropertySpec | None:
+    key = f"{_PREFIX}.sim_params"
+    node = to_plain(node)
+    if node is None:
+        return None
+    if not isinstance(node, Mapping):
+        raise ConfigError(key, node, "must be a mapping")
+    honoured, known = _SIM_PARAMS
+    gravity = None
+    for name, value in node.items():
+        if name in known:
+            not_applied.append(f"sim_params.{name}")
+        elif name not in honoured:
+            raise ConfigError(f"{key}.{name}", value, one_of(honoured + known))
+        else:
+            gravity = PropertySpec.from_node(f"{key}.{name}", value)
+    return gravity
+
+
+def _actor_params(node: Any, not_applied: list[str]) -> tuple[ActorProperty, ...]:
+    key = f"{_PREFIX}.actor_params"
+    node = to_plain(node)
+    if node is None:
+        return ()
+    if not isinstance(node, Mapping):
+        raise ConfigError(key, node, "must be a mapping of actor name -> properties")
+    found: list[ActorProperty] = []
+    for actor, groups in node.items():
+        if not isinstance(groups, Mapping):
+            raise ConfigError(f"{key}.{actor}", groups, "must be a mapping of property groups")
+        for group, attrs in groups.items():
+            where = f"{key}.{actor}.{group}"
+            if group in _ACTOR_FLAGS:
+                not_applied.append(f"actor_params.{actor}.{group}")
+                continue
+            if group not in ACTOR_PROPERTIES:
+                raise ConfigError(where, attrs, one_of((*ACTOR_PROPERTIES, *_ACTOR_FLAGS)))
+            if not isinstance(attrs, Mapping):
+                raise ConfigError(where, attrs, "must be a mapping of attribute -> settings")
+            honoured, known = ACTOR_PROPERTIES[group]
+            for attr, spec in attrs.items():
+                if attr in known:
+                    not_applied.append(f"actor_params.{actor}.{group}.{attr}")
+                elif attr not in honoured:
+                    raise ConfigError(f"{where}.{attr}", spec, one_of(honoured + known))
+                else:
+                    spec = PropertySpec.from_node(f"{where}.{attr}", spec)
+                    found.append(ActorProperty(actor, group, attr, spec))
+    return tuple(found)

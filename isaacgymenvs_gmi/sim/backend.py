@@ -8,6 +8,7 @@ import jax
 import numpy as np
 
 from .step_logic import EnvBuffers, StepLogic, StepOutput
+from .world_params import WorldUpdate
 
 
 class PhysicsBackend(abc.ABC):
@@ -39,6 +40,11 @@ class PhysicsBackend(abc.ABC):
     @abc.abstractmethod
     def physics_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Every world's (qpos (N, Q), qvel (N, V)), as host arrays."""
+
+    @abc.abstractmethod
+    def apply_world(self, update: WorldUpdate) -> None:
+        """Domain randomisation: new model fields for worlds ``update.rows`` and, when given,
+        new gravity for all; they take effect from the next step."""
 
     @abc.abstractmethod
     def close(self) -> None:

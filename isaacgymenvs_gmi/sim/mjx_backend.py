@@ -3,6 +3,7 @@ resets fused into one jitted JAX function per env step, resident on the JAX devi
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Literal
 
@@ -15,6 +16,7 @@ from isaacgymenvs_gmi.tasks.base import PhysicsFrame
 
 from .backend import PhysicsBackend
 from .step_logic import EnvBuffers, StepLogic
+from .world_params import WorldUpdate
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +47,12 @@ class MjxBackend(PhysicsBackend):
         seed: int,
         impl: Literal["jax", "warp"] = "jax",
         device: jax.Device | None = None,
+        world: WorldUpdate | None = None,
     ):
         mjx = _import_mjx()
         self.logic = logic
         self.device = device or jax.devices()[0]
-        self._mx = mjx.put_model(model, impl=impl, device=self.device)
+        self._mx = mjx.put_model(_for_device(model, self.device), impl=impl, device=self.device)
         n = logic.num_envs
         with jax.default_device(self.device):
             self._data = jax.vmap(lambda _: mjx.make_data(self._mx, impl=impl))(jnp.arange(n))
@@ -64,12 +67,26 @@ class MjxBackend(PhysicsBackend):
         def load(data, mask, qpos, qvel):
             return _load(data, mask, qpos, qvel, act_index)
 
-        batched_step = jax.vmap(mjx.step, in_axes=(None, 0))
+        # domain randomisation: per-world model fields (N, ...) and gravity (3,), arguments of
+        # the jitted step (new values need no recompile); empty / None without it
+        self._world: dict[str, jax.Array] = {}
+        self._gravity: jax.Array | None = None
+        if world is not None:
+            self._world = {k: self._put(v) for k, v in world.fields.items()}
+            self._gravity = None if world.gravity is None else self._put(world.gravity)
 
-        def fused_step(data, bufs: EnvBuffers, actions: jax.Array):
+        def world_step(fields, gravity, d):
+            m = mx.replace(**fields) if fields else mx
+            if gravity is not None:
+                m = m.replace(opt=m.opt.replace(gravity=gravity))
+            return mjx.step(m, d)
+
+        batched_step = jax.vmap(world_step, in_axes=(0, None, 0))
+
+        def fused_step(data, bufs: EnvBuffers, actions: jax.Array, fields, gravity):
             clipped = logic.clip(actions)
             data = data.replace(ctrl=clipped[:, index] * scale + offset)
-            data = jax.lax.fori_loop(0, nstep, lambda _, d: batched_step(mx, d), data)
+            data = jax.lax.fori_loop(0, nstep, lambda _, d: batched_step(fields, gravity, d), data)
             frame = PhysicsFrame(data.qpos, data.qvel, data.sensordata)
             out, bufs, reset = logic.finish_step(frame, clipped, bufs)
             data = load(data, out.reset, reset.qpos, reset.qvel)
@@ -98,8 +115,20 @@ class MjxBackend(PhysicsBackend):
         # scalar read waits for the previous step, which a learner has consumed by now anyway.
         if self.logic.pool_size - int(self._bufs.pool.next) < self.logic.num_envs:
             self._bufs = self._refill(self._bufs)
-        self._data, self._bufs, out = self._fused_step(self._data, self._bufs, actions)
+        self._data, self._bufs, out = self._fused_step(
+            self._data, self._bufs, actions, self._world, self._gravity
+        )
         return out
+
+    def apply_world(self, update: WorldUpdate) -> None:
+        rows = jnp.asarray(update.rows)
+        for name, values in update.fields.items():
+            self._world[name] = self._world[name].at[rows].set(self._put(values))
+        if update.gravity is not None:
+            self._gravity = self._put(update.gravity)
+
+    def _put(self, values: np.ndarray) -> jax.Array:
+        return jax.device_put(np.asarray(values, np.float32), self.device)
 
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         n = self.logic.num_envs
@@ -115,6 +144,19 @@ class MjxBackend(PhysicsBackend):
 
     def close(self) -> None:
         self._data = None
+
+
+def _for_device(model: mujoco.MjModel, device: jax.Device) -> mujoco.MjModel:
+    """On the CPU, a copy that factors the mass matrix sparsely: MJX's dense factorisation is a
+    batched LAPACK Cholesky, which jaxlib (0.10) runs on XLA's CPU thread pool and which
+    deadlocks there at a few dozen worlds or more (ShadowHand: 64 envs hang with every thread
+    idle). The sparse path is unrolled JAX, the same physics, and as fast here (ShadowHand,
+    32 envs: 1,540 vs 1,380 steps/s). GPUs keep MuJoCo's own choice."""
+    if device.platform != "cpu" or model.opt.jacobian == mujoco.mjtJacobian.mjJAC_SPARSE:
+        return model
+    sparse = copy.copy(model)
+    sparse.opt.jacobian = mujoco.mjtJacobian.mjJAC_SPARSE
+    return sparse
 
 
 def _load(data, mask: jax.Array, qpos: jax.Array, qvel: jax.Array, act_index: jax.Array):

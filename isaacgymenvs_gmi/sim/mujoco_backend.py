@@ -6,6 +6,8 @@ rules run as one jitted JAX function per env step on the host, episode bookkeepi
 
 from __future__ import annotations
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -17,6 +19,7 @@ from isaacgymenvs_gmi.tasks.base import PhysicsFrame, stateful_actuator_qpos
 from .backend import PhysicsBackend
 from .host_episodes import HostEpisodes
 from .step_logic import StepLogic, StepOutput
+from .world_params import WorldUpdate
 
 FULL_PHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -138,6 +141,19 @@ class WorldBatch:
         )
         self.state[:] = self._out_state[:, -1]
 
+    def apply(self, update: WorldUpdate) -> None:
+        """Per-world model fields for worlds ``update.rows`` (each world then steps with a model
+        of its own) and gravity for every world."""
+        if update.fields and self._models[0] is self._models[-1] and self.num_envs > 1:
+            self._models = [copy.copy(self.model) for _ in range(self.num_envs)]
+        for i, row in enumerate(update.rows.tolist()):
+            world = self._models[row]
+            for name, values in update.fields.items():
+                getattr(world, name)[...] = values[i]
+        if update.gravity is not None:
+            for world in {id(m): m for m in self._models}.values():
+                world.opt.gravity[:] = update.gravity
+
     def load(self, rows: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Set worlds ``rows`` (k,) (indices) to qpos (k, nq) and qvel (k, nv).
 
@@ -167,10 +183,18 @@ class MujocoBackend(PhysicsBackend):
     name = "mujoco"
 
     def __init__(
-        self, logic: StepLogic, model: mujoco.MjModel, nstep: int, num_threads: int, seed: int
+        self,
+        logic: StepLogic,
+        model: mujoco.MjModel,
+        nstep: int,
+        num_threads: int,
+        seed: int,
+        world: WorldUpdate | None = None,
     ):
         self.logic = logic
         self.worlds = WorldBatch(model, logic.num_envs, nstep, num_threads)
+        if world is not None:
+            self.worlds.apply(world)
         self._ctrl_offset = logic.ctrl_offset if logic.ctrl_offset.any() else None
         # float32 host buffers [qpos | qvel | sensordata] and clipped actions, which JAX reads in
         # place (it copies an input that is not 64-byte aligned); numpy clips fastest into a
@@ -275,6 +299,9 @@ class MujocoBackend(PhysicsBackend):
             w.load(done, self._pool_states[0][entries], self._pool_states[1][entries])
             self._pool_left -= done.size
         return out
+
+    def apply_world(self, update: WorldUpdate) -> None:
+        self.worlds.apply(update)
 
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Load qpos (N, nq) and qvel (N, nv) into every world (tests, tools)."""

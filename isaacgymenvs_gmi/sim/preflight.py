@@ -17,9 +17,11 @@ from typing import Any
 import mujoco
 
 from isaacgymenvs_gmi.config.errors import ConfigError
+from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.tasks.base import ModelInfo, TaskConfigError, TaskLogic
 
 from .model import AssetLoadError, AssetNotFoundError, compile_task_model
+from .world_params import resolve_targets
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,12 @@ def preflight_task(
     task_config: dict[str, Any],
     assets_root: str | None,
     defaults: dict[str, Any] | None = None,
+    randomization: RandomizationSettings | None = None,
 ) -> TaskFootprint:
     """Check ``task_config`` (the resolved ``task`` node) for ``task_cls``; return its sizes.
 
     ``defaults``: the bundled task file's ``env`` section; a key the task reads whose default is
-    a number must be a number here too.
+    a number must be a number here too. ``randomization``: its actors must be the task's.
     """
     check_timing(task_config)
     try:
@@ -100,6 +103,8 @@ def preflight_task(
         raise ConfigError("task.env.asset.assetFileName", name, str(err)) from None
     except TaskConfigError as err:
         raise ConfigError(f"task.env.{err.key}", err.value, err.constraint) from None
+    if randomization is not None:
+        resolve_targets(randomization, model, task_cls.actors)  # refused naming the actor
     env = _Reads(task_config.get("env") or {})
     try:
         task = task_cls(env, timing.dt, ModelInfo.from_model(model))

@@ -23,6 +23,7 @@ from isaacgymenvs_gmi.tasks.base import ModelInfo
 from .model import compile_task_model
 from .noise import EnvNoise
 from .step_logic import StepLogic, StepOutput
+from .world_params import WorldParams
 
 log = logging.getLogger(__name__)
 
@@ -113,18 +114,26 @@ class VecTask:
 
         logic = StepLogic(self.task, self.num_envs, self.clip_obs, self.clip_actions)
         self.physics_options = physics
+        randomization = RandomizationSettings.from_task_config(config)
+        self.world_params = first = None  # per-world physics of task.task.randomize; None: off
+        if randomization is not None and randomization.physics:
+            self.world_params = WorldParams(
+                randomization, model, task_cls.actors, self.num_envs, seed
+            )
+            first = self.world_params.first()
         if physics.backend == "mujoco":
             from .mujoco_backend import MujocoBackend
 
             threads = physics.num_threads or available_cores()
-            self.backend = MujocoBackend(logic, model, timing.nstep, threads, seed)
+            self.backend = MujocoBackend(logic, model, timing.nstep, threads, seed, first)
         else:
             from .mjx_backend import MjxBackend
 
             device = _jax_device_for(sim_device)
-            self.backend = MjxBackend(logic, model, timing.nstep, seed, physics.mjx_impl, device)
+            self.backend = MjxBackend(
+                logic, model, timing.nstep, seed, physics.mjx_impl, device, first
+            )
 
-        randomization = RandomizationSettings.from_task_config(config)
         self.noise = (  # observation and action noise of task.task.randomize; None: off
             EnvNoise(randomization, seed)
             if randomization and (randomization.observations or randomization.actions)
@@ -186,13 +195,22 @@ class VecTask:
         out = self.backend.step(self._actions_for_backend(actions))
         self.control_steps += 1
         result = self._publish(out)
+        physics_steps = self.control_steps * self.control_freq_inv
+        if self.world_params is not None:
+            update = self.world_params.after_step(physics_steps, self._finished)
+            if update is not None:
+                self.backend.apply_world(update)
         if self.noise is None:
             return result
         noisy = self.noise.on_observations(self.obs_buf, self.clip_obs)
         self.obs_buf = noisy
         self._set_obs(noisy)
-        self.noise.advance(self.control_steps * self.control_freq_inv)  # physics steps
+        self.noise.advance(physics_steps)
         return self.obs_dict, self.rew_buf, self.reset_buf, self.extras
+
+    def _finished(self) -> np.ndarray:
+        """(N,) bool: envs whose episode ended at the last step (now in a new one)."""
+        return self.reset_buf.cpu().numpy() != 0
 
     def reset(self) -> dict[str, torch.Tensor]:
         """The current observations (envs reset themselves as their episodes end)."""

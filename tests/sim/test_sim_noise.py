@@ -48,9 +48,10 @@ def test_upstream_schema_is_read_and_what_is_not_applied_is_named(compose_cfg):
     assert settings.frequency == 600
     assert settings.observations == NoiseSpec("gaussian", "additive", (0.0, 0.002))
     assert settings.actions == NoiseSpec("gaussian", "additive", (0.0, 0.02))
-    assert settings.not_applied == ("actor_params.ant",)
+    assert settings.not_applied == ("actor_params.ant.color",)
     line = settings.describe()
-    assert "observations, actions noise applied" in line and "not applied yet: actor_params" in line
+    assert line.startswith("domain randomisation: observations noise, actions noise, actor_params")
+    assert line.endswith("no MuJoCo counterpart, not applied: actor_params.ant.color")
 
 
 @pytest.mark.parametrize(
