@@ -30,6 +30,7 @@ from isaacgymenvs_gmi.config.async_mode import ServeSettings
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
+from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
@@ -142,6 +143,7 @@ def plan_run(
     )
     expendable, min_expendable = _check_mode(gmi, layout, train_params, num_envs, train)
     serve = ServeSettings.from_cfg(cfg.get("serve"))
+    video = _video_settings(cfg, gmi.mode, vec_task)
     wandb = WandbSettings.from_cfg(cfg)
     if cfg.test and not cfg.checkpoint:
         raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
@@ -180,7 +182,26 @@ def plan_run(
         task_modules=task_modules,
         wandb=wandb,
         run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,
+        video=video,
     )
+
+
+def _video_settings(cfg: DictConfig, mode: str, vec_task: bool) -> VideoSettings:
+    """``capture_video`` and its keys; refused where no video can be made."""
+    video = VideoSettings.from_cfg(cfg)
+    if not video.capture:
+        return video
+    if vec_task:
+        reason = f"records our tasks; {cfg.task_name} is a VecTask class of its own"
+        raise ConfigError("capture_video", True, reason)
+    if mode != "sync":
+        raise ConfigError("capture_video", True, f"recorded in gmi.mode=sync only (here: {mode})")
+    from isaacgymenvs_gmi.sim.render import renderer_problem
+
+    problem = renderer_problem()
+    if problem is not None:
+        raise ConfigError("capture_video", True, problem)
+    return video
 
 
 def load_task_modules(value: object) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from isaacgymenvs_gmi.config import GmiConfig, SimSettings, TrainSettings
 from isaacgymenvs_gmi.config.async_mode import ServeSettings
+from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 
 from .layout import GmiLayout
@@ -41,6 +42,7 @@ class RunPlan:
     min_expendable: int = 0  # the run stops cleanly when fewer of them are alive
     task_modules: tuple[str, ...] = ()  # imported by every GMI: they register the user's tasks
     wandb: WandbSettings = WandbSettings()
+    video: VideoSettings = VideoSettings()  # capture_video: env 0 of GMI 0 on video
     run_config: dict[str, Any] | None = None  # the whole resolved config, logged when wandb is on
 
     @property

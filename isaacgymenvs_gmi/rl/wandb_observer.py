@@ -46,6 +46,13 @@ class WandbObserver(AlgoObserver):
         if s.logcode_dir:
             self.run.log_code(root=s.logcode_dir)
 
+    def log_video(self, path, step: int) -> None:
+        """A finished mp4 of env 0 (``capture_video``), recorded from env step ``step``."""
+        if self.run is not None:
+            import wandb
+
+            self.run.log({"videos": wandb.Video(str(path), format="mp4"), "video_step": step})
+
     def finish(self, failed: bool = False) -> None:
         if self.run is not None:
             self.run.finish(exit_code=1 if failed else 0)

@@ -23,6 +23,7 @@ from isaacgymenvs_gmi.tasks.base import ModelInfo
 from .model import compile_task_model
 from .noise import EnvNoise
 from .step_logic import StepLogic, StepOutput
+from .video import VideoRecorder
 from .world_params import WorldParams
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ class VecTask:
         task_cls.check_config(env_cfg)
         model, timing = compile_task_model(task_cls, config, physics.assets_root)
         self.task = task_cls(env_cfg, timing.dt, ModelInfo.from_model(model))
+        self.model = model  # the task's compiled model (every world's, before randomisation)
+        self.video: VideoRecorder | None = None  # env 0 on video: attach_video
         self.num_environments = int(env_cfg["numEnvs"])
         self.num_agents = 1
         self.num_observations = self.task.num_obs
@@ -196,6 +199,9 @@ class VecTask:
         self.control_steps += 1
         result = self._publish(out)
         physics_steps = self.control_steps * self.control_freq_inv
+        if self.video is not None and self.video.wants(self.control_steps):
+            qpos, qvel = self.backend.physics_state()
+            self.video.add(self.control_steps, qpos[0], qvel[0])
         if self.world_params is not None:
             update = self.world_params.after_step(physics_steps, self._finished)
             if update is not None:
@@ -238,7 +244,13 @@ class VecTask:
             return None, None
         return total_return / count, total_length / count
 
+    def attach_video(self, video: VideoRecorder) -> None:
+        """Record env 0 from the next step on (``capture_video``)."""
+        self.video = video
+
     def close(self) -> None:
+        if self.video is not None:
+            self.video.close()
         self.backend.close()
 
     # --- internals --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config import wandb as wandb_config
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.launch import plan_run
+from isaacgymenvs_gmi.sim.render import renderer_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +37,11 @@ def test_without_the_package_it_is_refused_before_start(compose_cfg, monkeypatch
         plan_run(cfg)
 
 
+# where MuJoCo can render headless, the sync run records videos too
+RENDERS = renderer_problem() is None
+VIDEO = ["capture_video=True", "capture_video_freq=40", "capture_video_len=8"] if RENDERS else []
+
+
 @pytest.mark.skipif(not wandb_config.wandb_installed(), reason="the wandb extra is not installed")
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_an_offline_run_writes_the_reward_and_the_config(tmp_path, mode):
@@ -45,7 +51,8 @@ def test_an_offline_run_writes_the_reward_and_the_config(tmp_path, mode):
         [sys.executable, "train.py", "task=Cartpole", "gmi.per_gpu=2", f"gmi.mode={mode}"]
         + [f"max_iterations={iterations}"]
         + [f"train_dir={tmp_path}", "wandb_activate=True", "wandb_group=grp-7"]
-        + ["wandb_tags=[gmi-test]", "wandb_project=gmi-tests"],
+        + ["wandb_tags=[gmi-test]", "wandb_project=gmi-tests"]
+        + (VIDEO if mode == "sync" else []),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -60,3 +67,5 @@ def test_an_offline_run_writes_the_reward_and_the_config(tmp_path, mode):
     records = log.read_bytes()
     for expected in (b"episode/reward", b"grp-7", b"gmi-tests", b"gmi-test", b"per_gpu"):
         assert expected in records, expected
+    if mode == "sync" and RENDERS:  # the videos reach the run: 96 steps, from 0, 40, 80
+        assert len(list(run.glob("files/media/videos/*.mp4"))) == 3

@@ -49,6 +49,7 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
     from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
     from isaacgymenvs_gmi.runners.seeding import seed_everything
+    from isaacgymenvs_gmi.runners.video import video_recorder
     from isaacgymenvs_gmi.runners.wandb_run import wandb_for
     from isaacgymenvs_gmi.sim.envs import make_env
     from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
@@ -65,6 +66,8 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         num_threads=resources.threads,
     )
     envs: list[Any] = []  # VecTask or ForeignVecTask
+    observer = EpisodeStatsObserver(verbose=lockstep is None)
+    wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
 
     def create_env(**_: Any) -> Any:
         env = make_env(
@@ -76,6 +79,8 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
             states_for_critic=plan.train.central_value,
         )
         envs.append(env)
+        if plan.video.capture and rank == 0:
+            env.attach_video(video_recorder(plan, env, observer, wandb))
         return env
 
     register_env(create_env)
@@ -100,8 +105,6 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         resources.sim_device,
         resources.rl_device,
     )
-    observer = EpisodeStatsObserver(verbose=lockstep is None)
-    wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
     runner = Runner(observer if wandb is None else ObserverChain(observer, wandb))
     if lockstep is not None:
         from .agent import GmiPpoAgent
