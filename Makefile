@@ -50,6 +50,8 @@ bench: install
 	$(BIN)/python bench/async_vs_sync.py
 	$(BIN)/python bench/serve_scaling.py
 	$(BIN)/python bench/randomization_overhead.py
+	$(BIN)/python bench/randomization_overhead.py --backend mjx --envs 256 --steps 20 --rounds 4
+	$(BIN)/python bench/randomized_learning.py
 	$(BIN)/python bench/report.py
 
 clean:

@@ -147,7 +147,7 @@ def rows() -> list[str]:
                 f"{t['first_reward']:.1f} -> {t['final_reward']:.1f} in {t['wall_s']:.0f} s "
                 f"| | | rising | {tasks['machine']['cores']}-core CPU |"
             )
-    return out + async_rows()
+    return out + async_rows() + randomization_rows()
 
 
 def async_rows() -> list[str]:
@@ -194,6 +194,31 @@ def async_rows() -> list[str]:
                 f"| **{serve['ratios_over_one_process'][t]:.2f}** | > 1 "
                 f"| {serve['machine']['cores']}-core CPU |"
             )
+    return out
+
+
+def randomization_rows() -> list[str]:
+    """Domain randomisation (bench/randomization_overhead.py, randomized_learning.py)."""
+    out = []
+    for name, backend in (
+        ("randomization_overhead", "mujoco"),
+        ("randomization_overhead_mjx", "mjx"),
+    ):
+        run = _load(name)
+        for task, r in (run or {}).get("tasks", {}).items():
+            on, off = (statistics.median(r["env_steps_per_s"][k]) for k in ("on", "off"))
+            out.append(
+                f"| {task} env steps/s, randomisation on ({backend}) | {on:,.0f} | off {off:,.0f} "
+                f"| **{r['on_over_off']:.2f}** | >= 0.9 | {run['machine']['cores']}-core CPU |"
+            )
+    learn = _load("randomized_learning")
+    if learn:
+        out.append(
+            f"| ShadowHand reward gained, randomised "
+            f"| {learn['randomised']['gain']:.0f} | plain {learn['plain']['gain']:.0f} "
+            f"| **{learn['randomised_gain_over_plain_gain']:.2f}** | > 0 "
+            f"| {learn['machine']['cores']}-core CPU |"
+        )
     return out
 
 

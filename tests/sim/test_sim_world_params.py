@@ -18,6 +18,7 @@ from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
 from isaacgymenvs_gmi.sim.world_params import (
     WorldParams,
+    actor_bodies,
     WorldUpdate,
     dampratio_to_restitution,
     draw,
@@ -115,6 +116,15 @@ def test_an_actor_the_task_does_not_have_is_refused_naming_the_actors():
     )
     with pytest.raises(ConfigError, match=r"actor_params\.robot=.*'ant'"):
         WorldParams(settings, _model("Ant"), get_task_class("Ant").actors, 2, seed=0)
+
+
+def test_actors_are_upstreams_names_or_by_default_the_bodies_on_the_world():
+    model = _model("ShadowHand")
+    hand = actor_bodies(get_task_class("ShadowHand").actors, model)["hand"]
+    assert model.body("robot0:ffdistal").id in hand and model.body("object").id not in hand
+    default = actor_bodies(None, model)
+    assert sorted(default) == ["object", "robot0:hand mount"]
+    assert np.array_equal(default["robot0:hand mount"], hand)
 
 
 def test_physics_randomisation_is_off_by_default():
@@ -260,15 +270,21 @@ def _env(task: str, backend: str, params: dict | None, num_envs: int = 2) -> Vec
     return VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend=backend, num_threads=1))
 
 
-def _rollout(env: VecTask, steps: int) -> np.ndarray:
-    """Every world from the same state under the same actions; (N, nq) final qpos."""
-    qpos, qvel = env.backend.physics_state()
-    env.backend.set_physics_state(np.repeat(qpos[:1], env.num_envs, 0),
-                                  np.repeat(qvel[:1], env.num_envs, 0))  # fmt: skip
-    actions = torch.full((env.num_envs, env.num_actions), 0.5)
+def _from_world_0(env: VecTask, lift: float = 0.0) -> np.ndarray:
+    """Every world in world 0's state, ``lift`` higher and at rest; returns that qpos (N, nq)."""
+    qpos = np.repeat(np.array(env.backend.physics_state()[0])[:1], env.num_envs, 0)
+    qpos[:, 2] += lift
+    env.backend.set_physics_state(
+        qpos, np.zeros((env.num_envs, env.backend.physics_state()[1].shape[1]))
+    )
+    return qpos
+
+
+def _run(env: VecTask, steps: int, action: float) -> np.ndarray:
+    """``steps`` env steps with the same ``action`` in every world; (N, nq) final qpos."""
     for _ in range(steps):
-        env.step(actions)
-    return env.backend.physics_state()[0]
+        env.step(torch.full((env.num_envs, env.num_actions), action))
+    return np.array(env.backend.physics_state()[0])
 
 
 MASSES = {
@@ -280,39 +296,27 @@ MASSES = {
         }
     }
 }
+NO_GRAVITY = {"gravity": {"range": [0.0, 0.0], "distribution": "uniform", "operation": "scaling"}}
 
 
 @pytest.mark.parametrize("backend", ["mujoco", "mjx"])
-def test_worlds_with_different_masses_diverge_under_the_same_actions(backend):
-    plain = _env("Ant", backend, None)
-    same = _rollout(plain, 10)
-    plain.close()
-    assert np.allclose(same[0], same[1], atol=1e-5)  # the control: identical worlds agree
-    env = _env("Ant", backend, MASSES)
-    masses = env.world_params.tables["body_mass"]
-    assert not np.allclose(masses[0], masses[1])
-    apart = _rollout(env, 10)
-    env.close()
-    assert np.abs(apart[0] - apart[1]).max() > 1e-2
-
-
-@pytest.mark.parametrize("backend", ["mujoco", "mjx"])
-def test_gravity_is_the_drawn_one(backend):
-    """Gravity scaled by 0: a torso dropped from its start height stays there; by 1 it falls."""
-    off = {"sim_params": {"gravity": {"range": [0.0, 0.0], "distribution": "uniform",
-                                      "operation": "scaling"}}}  # fmt: skip
-    heights = []
-    for params in (off, None):
+def test_worlds_differ_in_the_physics_as_drawn(backend):
+    """Drawn masses: worlds from one state under the same actions diverge (identical worlds
+    agree). Drawn gravity (scaled by 0): a torso lifted clear of the floor stays up (it falls
+    3.4 cm in 5 steps of 1/60 s under the model's own)."""
+    for params in (None, {**MASSES, "sim_params": NO_GRAVITY}):
         env = _env("Ant", backend, params)
-        qpos, qvel = (np.array(x) for x in env.backend.physics_state())
-        qpos[:, 2] += 0.5  # well clear of the floor
-        env.backend.set_physics_state(qpos, np.zeros_like(qvel))
-        for _ in range(5):
-            env.step(torch.zeros(env.num_envs, env.num_actions))
-        heights.append(env.backend.physics_state()[0][:, 2] - qpos[:, 2])
+        start = _from_world_0(env, lift=0.5)
+        fall = _run(env, 5, 0.0)[:, 2] - start[:, 2]
+        _from_world_0(env)
+        apart = np.abs(np.diff(_run(env, 10, 0.5), axis=0)).max()
         env.close()
-    assert np.abs(heights[0]).max() < 1e-3
-    assert heights[1].max() < -0.02  # g t^2 / 2 over 5 steps of 1/60 s: 3.4 cm
+        if params is None:
+            assert fall.max() < -0.02 and apart < 1e-5
+        else:
+            masses = env.world_params.tables["body_mass"]
+            assert not np.allclose(masses[0], masses[1])
+            assert np.abs(fall).max() < 1e-3 and apart > 1e-2
 
 
 def test_an_update_reaches_only_its_worlds_in_the_c_engine():
