@@ -127,7 +127,7 @@ def _targets(prop: ActorProperty, bodies: np.ndarray, model: mujoco.MjModel) -> 
     dof_joints = np.isin(model.jnt_type, _HINGE_SLIDE)
     joints = np.flatnonzero(np.isin(model.jnt_bodyid, bodies) & dof_joints)
     if prop.group == "tendon_properties":
-        tendons = [t for t in range(model.ntendon) if _tendon_joints(model, t) <= set(joints)]
+        tendons = [t for t in range(model.ntendon) if _tendon_in(model, t, joints, bodies)]
         return [Target(prop, f"tendon_{attr}", np.asarray(tendons, int))]
     dofs = model.jnt_dofadr[joints]
     if attr in ("lower", "upper"):
@@ -144,9 +144,24 @@ def _targets(prop: ActorProperty, bodies: np.ndarray, model: mujoco.MjModel) -> 
     ]
 
 
-def _tendon_joints(model: mujoco.MjModel, tendon: int) -> set[int]:
+def _tendon_in(model: mujoco.MjModel, tendon: int, joints: np.ndarray, bodies: np.ndarray) -> bool:
+    """Whether everything ``tendon`` wraps belongs to the actor: the joints of a fixed tendon,
+    the sites and geoms of a spatial one (pulleys belong to no one)."""
     adr, num = model.tendon_adr[tendon], model.tendon_num[tendon]
-    return {int(model.wrap_objid[w]) for w in range(adr, adr + num)}
+    owner_of = {
+        int(mujoco.mjtWrap.mjWRAP_JOINT): (joints, None),
+        int(mujoco.mjtWrap.mjWRAP_SITE): (bodies, model.site_bodyid),
+        int(mujoco.mjtWrap.mjWRAP_SPHERE): (bodies, model.geom_bodyid),
+        int(mujoco.mjtWrap.mjWRAP_CYLINDER): (bodies, model.geom_bodyid),
+    }
+    for w in range(adr, adr + num):
+        kind, obj = int(model.wrap_type[w]), int(model.wrap_objid[w])
+        if kind not in owner_of:
+            continue
+        members, owner = owner_of[kind]
+        if (obj if owner is None else int(owner[obj])) not in members:
+            return False
+    return True
 
 
 def _position_actuators(model: mujoco.MjModel) -> dict[int, int]:

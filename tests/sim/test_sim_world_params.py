@@ -18,8 +18,8 @@ from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
 from isaacgymenvs_gmi.sim.world_params import (
     WorldParams,
-    actor_bodies,
     WorldUpdate,
+    actor_bodies,
     dampratio_to_restitution,
     draw,
     restitution_to_dampratio,
@@ -125,6 +125,15 @@ def test_actors_are_upstreams_names_or_by_default_the_bodies_on_the_world():
     default = actor_bodies(None, model)
     assert sorted(default) == ["object", "robot0:hand mount"]
     assert np.array_equal(default["robot0:hand mount"], hand)
+
+
+def test_tendons_belong_to_the_actor_whose_joints_they_span():
+    model = _model("ShadowHand")
+    spec = {"range": [2.0, 2.0], "distribution": "uniform", "operation": "scaling"}
+    for actor, expected in (("hand", model.ntendon), ("object", 0)):
+        settings = _settings({"actor_params": {actor: {"tendon_properties": {"damping": spec}}}})
+        params = WorldParams(settings, model, get_task_class("ShadowHand").actors, 1, 0)
+        assert [t.index.size for t in params.targets] == [expected]
 
 
 def test_physics_randomisation_is_off_by_default():
