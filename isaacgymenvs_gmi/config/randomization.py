@@ -238,16 +238,7 @@ def _sim_params(node: Any, not_applied: list[str]) -> PropertySpec | None:
         return None
     if not isinstance(node, Mapping):
         raise ConfigError(key, node, "must be a mapping")
-    honoured, known = _SIM_PARAMS
-    gravity = None
-    for name, value in node.items():
-        if name in known:
-            not_applied.append(f"sim_params.{name}")
-        elif name not in honoured:
-            raise ConfigError(f"{key}.{name}", value, one_of(honoured + known))
-        else:
-            gravity = PropertySpec.from_node(f"{key}.{name}", value)
-    return gravity
+    return _properties(key, "sim_params", node, _SIM_PARAMS, not_applied).get("gravity")
 
 
 def _actor_params(node: Any, not_applied: list[str]) -> tuple[ActorProperty, ...]:
@@ -270,13 +261,26 @@ def _actor_params(node: Any, not_applied: list[str]) -> tuple[ActorProperty, ...
                 raise ConfigError(where, attrs, one_of((*ACTOR_PROPERTIES, *_ACTOR_FLAGS)))
             if not isinstance(attrs, Mapping):
                 raise ConfigError(where, attrs, "must be a mapping of attribute -> settings")
-            honoured, known = ACTOR_PROPERTIES[group]
-            for attr, spec in attrs.items():
-                if attr in known:
-                    not_applied.append(f"actor_params.{actor}.{group}.{attr}")
-                elif attr not in honoured:
-                    raise ConfigError(f"{where}.{attr}", spec, one_of(honoured + known))
-                else:
-                    spec = PropertySpec.from_node(f"{where}.{attr}", spec)
-                    found.append(ActorProperty(actor, group, attr, spec))
+            short = f"actor_params.{actor}.{group}"
+            table = ACTOR_PROPERTIES[group]
+            for attr, spec in _properties(where, short, attrs, table, not_applied).items():
+                found.append(ActorProperty(actor, group, attr, spec))
     return tuple(found)
+
+
+def _properties(
+    key: str, short: str, attrs: Mapping, table: tuple, not_applied: list[str]
+) -> dict[str, PropertySpec]:
+    """``attrs`` (attribute -> settings at ``key``) sorted by ``table`` = (attributes MuJoCo
+    reproduces, ones it has no counterpart for): the specs of the first kind; the second kind
+    noted in ``not_applied`` as ``<short>.<attribute>``; anything else refused naming it."""
+    honoured, known = table
+    out = {}
+    for attr, spec in attrs.items():
+        if attr in known:
+            not_applied.append(f"{short}.{attr}")
+        elif attr not in honoured:
+            raise ConfigError(f"{key}.{attr}", spec, one_of(honoured + known))
+        else:
+            out[attr] = PropertySpec.from_node(f"{key}.{attr}", spec)
+    return out
