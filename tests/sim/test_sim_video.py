@@ -21,9 +21,8 @@ from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
 from isaacgymenvs_gmi.sim.video import VideoRecorder
 from tests.env_fixtures import load_task_cfg
 
-pytestmark = pytest.mark.skipif(
-    render.renderer_problem() is not None, reason=f"no renderer: {render.renderer_problem()}"
-)
+PROBLEM = render.renderer_problem()
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"cannot record here: {PROBLEM}")
 
 
 def _frames(path) -> list[np.ndarray]:
