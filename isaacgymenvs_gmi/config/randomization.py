@@ -66,6 +66,19 @@ def schedule_scale(schedule: str | None, schedule_steps: int, step: int) -> floa
     return 1.0
 
 
+def scheduled_range(
+    pair: tuple[float, float], distribution: str, operation: str, scale: float
+) -> tuple[float, float]:
+    """``pair`` with ``scale`` (0..1) of it on, as upstream schedules it: gaussian (mean, std):
+    the std scales and the mean moves; uniform and loguniform (low, high): both ends move.
+    They move towards 0 for an additive operation, towards 1 (no change) for a scaling one."""
+    a, b = pair
+    shift = 1.0 - scale if operation == "scaling" else 0.0
+    if distribution == "gaussian":
+        return a * scale + shift, b * scale
+    return a * scale + shift, b * scale + shift
+
+
 def _common(key: str, node: Any, allowed: tuple[str, ...], distributions: tuple[str, ...]):
     """The checked mapping and its (distribution, operation, range, schedule, steps)."""
     node = to_plain(node)

@@ -15,7 +15,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from isaacgymenvs_gmi.config.randomization import NoiseSpec, RandomizationSettings
+from isaacgymenvs_gmi.config.randomization import (
+    NoiseSpec,
+    RandomizationSettings,
+    scheduled_range,
+)
 
 
 class Noise:
@@ -37,15 +41,11 @@ class Noise:
     def refresh(self, step: int) -> None:
         """Parameters as the schedule has them at physics step ``step``; a new correlated draw
         at the next use."""
-        s = self.spec.scale(step)
-        shift = 0.0 if self.spec.operation == "additive" else 1.0 - s
-        a, b = self.spec.range
-        a_c, b_c = self.spec.range_correlated
-        if self.spec.distribution == "gaussian":  # (mean, std): means move, stds scale
-            self.fresh, self.corr_params = (a * s + shift, b * s), (a_c * s + shift, b_c * s)
-        else:  # uniform (low, high): both ends move
-            self.fresh = (a * s + shift, b * s + shift)
-            self.corr_params = (a_c * s + shift, b_c * s + shift)
+        spec, s = self.spec, self.spec.scale(step)
+        self.fresh = scheduled_range(spec.range, spec.distribution, spec.operation, s)
+        self.corr_params = scheduled_range(
+            spec.range_correlated, spec.distribution, spec.operation, s
+        )
         self.corr = None
 
     def __call__(self, tensor: torch.Tensor) -> torch.Tensor:

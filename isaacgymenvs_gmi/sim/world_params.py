@@ -37,6 +37,7 @@ from isaacgymenvs_gmi.config.randomization import (
     ActorProperty,
     PropertySpec,
     RandomizationSettings,
+    scheduled_range,
 )
 
 _HINGE_SLIDE = (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
@@ -44,20 +45,15 @@ _HINGE_SLIDE = (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
 
 def draw(spec: PropertySpec, rng: np.random.Generator, shape, step: int) -> np.ndarray:
     """Samples of ``spec`` at physics step ``step`` (its schedule), shape ``shape``."""
-    s = spec.scale(step)
-    a, b = spec.range
-    if spec.distribution == "gaussian":  # (mean, std): the std scales, the mean moves
-        mean = a * s + (1.0 - s if spec.operation == "scaling" else 0.0)
-        out = rng.normal(mean, b * s, shape)
+    a, b = scheduled_range(spec.range, spec.distribution, spec.operation, spec.scale(step))
+    if spec.distribution == "gaussian":  # (mean, std)
+        out = rng.normal(a, b, shape)
+    elif spec.distribution == "uniform":
+        out = rng.uniform(a, b, shape)
+    elif a <= 0.0:  # loguniform switched fully off (additive, scale 0)
+        out = np.full(shape, a)
     else:
-        shift = 1.0 - s if spec.operation == "scaling" else 0.0
-        lo, hi = a * s + shift, b * s + shift
-        if spec.distribution == "uniform":
-            out = rng.uniform(lo, hi, shape)
-        elif lo <= 0.0:  # loguniform switched fully off (additive, scale 0)
-            out = np.full(shape, lo)
-        else:
-            out = np.exp(rng.uniform(np.log(lo), np.log(hi), shape))
+        out = np.exp(rng.uniform(np.log(a), np.log(b), shape))
     return _bucketed(out, spec) if spec.num_buckets > 0 else out
 
 
