@@ -3,7 +3,7 @@
 # GPU benchmarks. Each step has its own time limit so one hang cannot eat the rest; a log of
 # every step and an archive of bench/results land in OUTDIR.
 #
-#   bash bench/gpu_suite.sh OUTDIR [STEP ...]     (steps: facts tests reduction mjx channels plan)
+#   bash bench/gpu_suite.sh OUTDIR [STEP ...]   (steps: headline facts tests reduction mjx channels plan)
 #
 # Runs from a plain checkout with the dependencies importable (PYTHONPATH), without installing the
 # project: setup.py maps the packages isaacgymenvs_gmi.tasks and .patches onto the top-level
@@ -13,7 +13,7 @@
 set -uo pipefail
 out=${1:?usage: bench/gpu_suite.sh OUTDIR [STEP ...]}
 shift
-steps=${*:-facts tests reduction mjx channels}
+steps=${*:-headline facts tests reduction mjx channels}
 py=${PYTHON:-python3}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -38,6 +38,9 @@ step() {  # step NAME SECONDS CMD...: runs CMD under a limit, logging to OUTDIR/
 
 for s in $steps; do
     case $s in
+    headline)  # Ant training on MJX, 1 process vs 3 MPS GMIs, same total envs (gpu_headline.py)
+        step headline 540 "$py" bench/gpu_headline.py --out "$out/headline" \
+            --limit-s "${HEADLINE_LIMIT_S:-200}" ;;
     facts)
         step facts 120 bash -c "nvidia-smi; nvidia-smi -q | grep -iE 'MIG Mode|Compute Mode' -A1; \
 $py -c 'import torch, jax, mujoco; print(\"torch\", torch.__version__, torch.version.cuda, \

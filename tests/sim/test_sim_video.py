@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import sys
 
-import av
 import numpy as np
 import pytest
 import torch
@@ -21,6 +20,7 @@ from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
 from isaacgymenvs_gmi.sim.video import VideoRecorder
 from tests.env_fixtures import load_task_cfg
 
+av = pytest.importorskip("av", reason="PyAV (the video extra) is not installed")
 PROBLEM = render.renderer_problem()
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"cannot record here: {PROBLEM}")
 

@@ -1,0 +1,293 @@
+"""The GPU headline: Ant training with the task's own settings, one process vs k GMIs per GPU.
+
+Each run is a real ``train.py`` (MJX physics on the card, rl-games PPO) with the same total
+number of envs split evenly among its GMIs (``minibatch_size`` follows the split so that every
+epoch keeps the config's number of minibatches). A run ends at ``max_iterations`` or, when its
+wall-time limit is reached, by the graceful SIGINT stop (final checkpoint, exit 130). Measured per
+run, all from the run's own output and NVML:
+
+- start-up: seconds from the process start to the end of epoch 1 (imports, checks, GMI spawn,
+  model build, XLA compilation, rl-games set-up);
+- env steps/s with training: epochs x total envs x horizon over the wall time between the first
+  and the last epoch line (steady state; start-up excluded);
+- mean episode reward against wall time (rl-games' ``rewards/iter`` from TensorBoard, placed at
+  the wall time its epoch line was printed) and the time to ``--target-reward``;
+- GPU utilisation (mean of 0.5 s NVML samples while training) and peak device memory.
+
+The ratio printed is k GMIs' env steps/s over the one-process run's, measured in the same call.
+
+    python bench/gpu_headline.py [--gmis 1 3] [--limit-s 200] [--out DIR]
+    python bench/gpu_headline.py --dry-run      # tiny, on the CPU: keeps the script from rotting
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, machine, write_result  # noqa: E402
+
+EPOCH_LINE = re.compile(r"epoch:?\s+(\d+)/(\d+)")
+NAN_REWARD = re.compile(r"reward:?\s+nan\b", re.IGNORECASE)
+
+
+class GpuSampler:
+    """Samples one GPU's utilisation (%) and used memory (MiB) through NVML every ``period_s``."""
+
+    def __init__(self, index: int = 0, period_s: float = 0.5):
+        self.samples: list[tuple[float, int, float]] = []  # (time, util %, memory MiB)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.available = False
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            self.available = True
+        except Exception:  # no driver / no GPU: the run is measured without GPU columns
+            return
+        self._period_s = period_s
+
+    def start(self) -> None:
+        if self.available:
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._period_s):
+            util = self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu
+            mem = self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used / 2**20
+            self.samples.append((time.monotonic(), int(util), float(mem)))
+
+    def between(self, t0: float, t1: float) -> dict[str, float | None]:
+        rows = [s for s in self.samples if t0 <= s[0] <= t1]
+        if not rows:
+            return {"gpu_util_mean_pct": None, "gpu_memory_peak_mib": None}
+        return {
+            "gpu_util_mean_pct": round(sum(r[1] for r in rows) / len(rows), 1),
+            "gpu_memory_peak_mib": round(max(r[2] for r in rows)),
+        }
+
+
+def split_envs(total: int, gmis: int, horizon: int, minibatches: int) -> tuple[int, int]:
+    """Envs per GMI (``ceil(total / gmis)``) and the minibatch that keeps ``minibatches``."""
+    per_gmi = math.ceil(total / gmis)
+    batch = per_gmi * horizon
+    while batch % minibatches:
+        per_gmi += 1
+        batch = per_gmi * horizon
+    return per_gmi, batch // minibatches
+
+
+def run_training(cmd: list[str], log_path: Path, limit_s: float) -> tuple[list, int, float]:
+    """Runs ``cmd`` (its own process group), logging its lines with their times; SIGINT at
+    ``limit_s`` (the graceful stop), SIGKILL 45 s later. Returns ((t, line) rows, exit code,
+    start time)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    rows: list[tuple[float, str]] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        with open(log_path, "w") as log:
+            for line in proc.stdout:
+                t = time.monotonic() - t0
+                rows.append((t, line.rstrip("\n")))
+                log.write(f"{t:8.2f} {line}")
+                log.flush()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=45)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    reader.join(timeout=10)
+    return rows, proc.returncode, t0
+
+
+def epoch_times(rows: list[tuple[float, str]]) -> dict[int, float]:
+    """Epoch number -> seconds after start at which its line was printed (GMI 0's line)."""
+    times: dict[int, float] = {}
+    for t, line in rows:
+        match = EPOCH_LINE.search(line)
+        if match and int(match.group(1)) not in times:
+            times[int(match.group(1))] = t
+    return times
+
+
+def reward_history(train_dir: Path) -> list[tuple[int, float]]:
+    """(epoch, mean episode reward) from the run's TensorBoard summaries."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    found: list[tuple[int, float]] = []
+    for summaries in sorted(train_dir.glob("*/summaries")):
+        acc = EventAccumulator(str(summaries))
+        acc.Reload()
+        if "rewards/iter" in acc.Tags()["scalars"]:
+            found = [(s.step, float(s.value)) for s in acc.Scalars("rewards/iter")]
+    return found
+
+
+def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
+    per_gmi, minibatch = split_envs(args.total_envs, gmis, args.horizon, args.minibatches)
+    train_dir = out / "runs" / f"gmi{gmis}"
+    cmd = [
+        sys.executable,
+        "train.py",
+        f"task={args.task}",
+        f"gmi.per_gpu={gmis}",
+        f"num_envs={per_gmi}",
+        f"train.params.config.minibatch_size={minibatch}",
+        f"max_iterations={args.max_iterations}",
+        f"train_dir={train_dir}",
+        f"experiment=headline_gmi{gmis}",
+        *args.overrides,
+    ]
+    if gmis > 1 and not args.dry_run:
+        cmd.append("gmi.backend=mps")
+    print(f"== {gmis} GMI(s): {' '.join(cmd[1:])}", flush=True)
+    rows, code, t0 = run_training(cmd, out / f"headline_gmi{gmis}.log", args.limit_s)
+    epochs = epoch_times(rows)
+    result: dict = {
+        "gmis": gmis,
+        "envs_per_gmi": per_gmi,
+        "total_envs": per_gmi * gmis,
+        "minibatch_size": minibatch,
+        "command": "python " + " ".join(cmd[1:]),
+        "exit_code": code,
+        "epochs_done": max(epochs, default=0),
+        "startup_s": round(epochs[1], 2) if 1 in epochs else None,
+        "wall_s": round(rows[-1][0], 2) if rows else None,
+    }
+    if len(epochs) >= 3:
+        first, last = min(epochs), max(epochs)
+        steps = (last - first) * per_gmi * gmis * args.horizon
+        result["env_steps_per_s"] = round(steps / (epochs[last] - epochs[first]))
+        result.update(sampler.between(t0 + epochs[first], t0 + epochs[last]))
+    else:
+        result["env_steps_per_s"] = None
+        tail = "\n".join(line for _, line in rows[-15:])
+        print(f"   fewer than 3 epochs finished; last lines:\n{tail}", flush=True)
+    # a policy gone to NaN keeps stepping (NaN states end no episode) and reports "reward nan"
+    result["non_finite_reward"] = any(NAN_REWARD.search(line) for _, line in rows)
+    history = [(e, r, epochs[e]) for e, r in reward_history(train_dir) if e in epochs]
+    result["reward_history"] = [  # JSON has no NaN: a non-finite reward is written as null
+        {
+            "epoch": e,
+            "wall_s": round(t, 2),
+            "mean_reward": round(r, 2) if math.isfinite(r) else None,
+        }
+        for e, r, t in history
+    ]
+    finite = [(r, t) for _, r, t in history if math.isfinite(r)]
+    hit = [t for r, t in finite if r >= args.target_reward]
+    result["time_to_target_s"] = round(hit[0], 2) if hit else None
+    result["best_reward"] = round(max(r for r, _ in finite), 2) if finite else None
+    print(
+        f"   {json.dumps({k: v for k, v in result.items() if k != 'reward_history'})}", flush=True
+    )
+    return result
+
+
+def plot(runs: list[dict], path: Path, card: str, target: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for run in runs:
+        rows = run["reward_history"]
+        label = f"{run['gmis']} GMI(s) x {run['envs_per_gmi']} envs"
+        if run["non_finite_reward"]:
+            label += " (reward NaN: not plotted)"
+        rows = [r for r in rows if r["mean_reward"] is not None]
+        ax.plot([r["wall_s"] for r in rows], [r["mean_reward"] for r in rows], label=label)
+    ax.axhline(target, color="grey", linestyle=":", linewidth=1)
+    ax.set(xlabel="wall time since process start [s]", ylabel="mean episode reward")
+    ax.set_title(f"Ant on MJX, same total envs ({card})", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--task", default="Ant")
+    parser.add_argument("--gmis", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--total-envs", type=int, default=4096, help="the task's numEnvs")
+    parser.add_argument("--horizon", type=int, default=16, help="the train config's horizon")
+    parser.add_argument("--minibatches", type=int, default=2, help="minibatches per epoch")
+    parser.add_argument("--max-iterations", type=int, default=1000)
+    parser.add_argument("--limit-s", type=float, default=200.0, help="wall time per run")
+    parser.add_argument("--target-reward", type=float, default=3000.0)
+    parser.add_argument("--out", type=Path, default=None, help="logs, runs and a copy of the JSON")
+    parser.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU")
+    parser.add_argument("overrides", nargs="*", help="more train.py overrides")
+    args = parser.parse_args()
+    name = "gpu_headline"
+    if args.dry_run:
+        args.total_envs, args.max_iterations, args.limit_s = 64, 3, 120.0
+        args.overrides = ["sim_device=cpu", "rl_device=cpu", *args.overrides]
+        name = "gpu_headline_dry_run"
+    out = args.out or ROOT / "bench" / "results" / name
+    out.mkdir(parents=True, exist_ok=True)
+
+    sampler = GpuSampler()
+    sampler.start()
+    try:
+        runs = [measure(args, k, out, sampler) for k in args.gmis]
+    finally:
+        sampler.stop()
+    facts = machine()
+    card = (facts.get("gpu") or "no GPU").split(",")[0]
+    base = runs[0].get("env_steps_per_s")
+    for run in runs[1:]:
+        rate = run.get("env_steps_per_s")
+        ratio = round(rate / base, 3) if rate and base else None
+        run["env_steps_per_s_vs_first"] = ratio
+        print(f"{run['gmis']} GMIs / {runs[0]['gmis']} GMI(s) env steps/s: {ratio}", flush=True)
+    payload = {"card": card, "task": args.task, "target_reward": args.target_reward, "runs": runs}
+    plot(runs, out / f"{name}.png", card, args.target_reward)
+    text = json.dumps({"machine": facts, **payload}, indent=2, allow_nan=False)
+    (out / f"{name}.json").write_text(text + "\n")
+    if not args.dry_run:
+        write_result(name, payload)
+
+
+if __name__ == "__main__":
+    main()

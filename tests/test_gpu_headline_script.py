@@ -1,0 +1,36 @@
+"""``bench/gpu_headline.py`` runs end to end on the CPU (``--dry-run``: tiny sizes), so the GPU
+window's first step cannot rot between the sessions that have a GPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.speed import budget
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_headline_dry_run_trains_one_and_three_gmis_and_reports_them(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "bench/gpu_headline.py", "--dry-run", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=budget(300),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((tmp_path / "gpu_headline_dry_run.json").read_text())
+    one, three = result["runs"]
+    assert (one["gmis"], three["gmis"]) == (1, 3)
+    assert (one["total_envs"], three["envs_per_gmi"]) == (64, 22)  # ceil(64 / 3)
+    for run in (one, three):
+        assert run["exit_code"] == 0 and run["epochs_done"] == 3, run
+        assert run["env_steps_per_s"] > 0 and run["startup_s"] > 0
+        assert run["non_finite_reward"] is False
+    assert three["env_steps_per_s_vs_first"] > 0
+    assert (tmp_path / "gpu_headline_dry_run.png").stat().st_size > 0
+    assert (tmp_path / "headline_gmi3.log").read_text().count("epoch") >= 3
+    assert "3 GMIs / 1 GMI(s) env steps/s" in proc.stdout
