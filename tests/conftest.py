@@ -197,6 +197,25 @@ def _ours_in_temp() -> set[str]:
     return found
 
 
+def pytest_configure(config):
+    """Measure the machine once, before any test: every wait in the suite scales with it."""
+    from tests import speed
+
+    speed.calibrate()
+
+
+def pytest_report_header(config):
+    from tests import speed
+
+    return f"machine speed factor {speed.factor():.2f} (waits scale by it; {speed.ENV} overrides)"
+
+
+def pytest_terminal_summary(terminalreporter):
+    from tests import speed
+
+    terminalreporter.write_line(f"machine speed factor {speed.factor():.2f}")
+
+
 def pytest_sessionstart(session):
     import os
     import tempfile

@@ -12,6 +12,7 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.tasks import Cartpole
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GPU = (False, ("cpu",), False)  # (cuda available, JAX platforms, warp installed)
@@ -74,7 +75,7 @@ def _train(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=budget(120),
     )
 
 

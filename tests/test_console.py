@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from isaacgymenvs_gmi.console import FilteredStdout, keeps, quiet_console
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,7 +95,7 @@ def two_gmi_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=budget(300),
         env={k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -121,7 +122,7 @@ def test_playing_with_fewer_envs_than_training(two_gmi_run):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=budget(300),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "mean episode reward" in proc.stdout

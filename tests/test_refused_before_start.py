@@ -15,6 +15,7 @@ import torch
 from isaacgymenvs_gmi import launch, planner
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.sim import mujoco_backend
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GPU = (False, ("cpu",), False)
@@ -220,7 +221,7 @@ def test_train_py_exits_2_with_one_line(overrides, key):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=budget(120),
     )
     assert proc.returncode == 2
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.speed import budget
+
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "patches" / "SWAP.md"
 FAST = ["train.params.config.minibatch_size=512", "train.params.config.horizon_length=8"]
@@ -61,7 +63,7 @@ def _run(command: str, project: Path, runs: Path, extra: list[str]) -> subproces
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=budget(600),
         env=env,
     )
 

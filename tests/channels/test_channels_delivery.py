@@ -24,6 +24,7 @@ from isaacgymenvs_gmi.channels import (
 )
 from isaacgymenvs_gmi.channels.route import PRODUCED_TRANSITIONS, ChannelClosed
 from tests.channels.traffic import KINDS, expected_chunk, produce, push_chunk
+from tests.speed import budget
 
 T, N = 4, 3
 
@@ -37,7 +38,7 @@ def carried():
 
 
 def drain(collector: Collector, want: int, timeout_s: float = 60.0) -> list:
-    got, deadline = [], time.monotonic() + timeout_s
+    got, deadline = [], time.monotonic() + budget(timeout_s)
     while len(got) < want:
         got.extend(collector.poll())
         assert time.monotonic() < deadline, f"only {len(got)} of {want} chunks arrived"

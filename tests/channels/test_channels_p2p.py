@@ -25,6 +25,7 @@ from isaacgymenvs_gmi.channels.p2p import (
 from isaacgymenvs_gmi.channels.route import ACTOR_PID, ACTOR_STATE, PRODUCED_TRANSITIONS, STOPPED
 from tests.channels.test_channels_delivery import N, T, carried, check_chunks, drain, shape_for
 from tests.channels.traffic import produce, push_chunk
+from tests.speed import budget
 
 TRAINER = 0
 
@@ -72,7 +73,7 @@ def test_credits_come_back_only_as_the_trainer_releases():
     dispenser = Dispenser(1, [actor], 1.0, lambda: False)
     for seq in range(2):  # both credits
         push_chunk(dispenser, seq, N)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + budget(10)
     while trainer.depth() < 2:
         assert time.monotonic() < deadline
         time.sleep(0.001)
@@ -97,7 +98,7 @@ def test_weights_and_the_stop_request_reach_the_actor_and_a_fresh_copy_is_not_pu
     out = torch.empty(6)
     for version in (1, 2, 3):
         board.publish(torch.full((6,), float(version)), version)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + budget(10)
         while copy.version < version:
             assert time.monotonic() < deadline
             time.sleep(0.001)
@@ -105,7 +106,7 @@ def test_weights_and_the_stop_request_reach_the_actor_and_a_fresh_copy_is_not_pu
         copy.published and copy.read_newer(0, out) == 3 and torch.equal(out, torch.full((6,), 3.0))
     )
     board.request_stop()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + budget(10)
     while not copy.stopping:
         assert time.monotonic() < deadline
         time.sleep(0.001)
@@ -149,7 +150,7 @@ def test_real_processes_over_gloo_point_to_point():
     for p in procs:
         p.start()
     try:
-        got = out.get(timeout=120)
+        got = out.get(timeout=budget(120))
         for p in procs:
             p.join(60)
             assert p.exitcode == 0
@@ -170,7 +171,7 @@ def test_a_dead_link_marks_the_actor_stopped_at_the_trainer():
     hub = QueueHub(timeout_s=0.3)  # the actor never speaks: the trainer's receive gives up
     trainer = Route.in_process(shape_for("multi"))
     down = RouteDownlink(trainer, hub.end(TRAINER), 1)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + budget(10)
     while trainer.control(ACTOR_STATE) != STOPPED:
         assert time.monotonic() < deadline
         time.sleep(0.01)

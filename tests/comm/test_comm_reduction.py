@@ -16,6 +16,7 @@ from isaacgymenvs_gmi.comm.routing import RoutedCollectives, build_collectives
 from isaacgymenvs_gmi.comm.selector import mrr_valid
 from isaacgymenvs_gmi.comm.shared_memory import SharedMemoryCollectives
 from isaacgymenvs_gmi.placement.layout import GmiLayout
+from tests.speed import budget
 
 LAYOUTS = [(1, 2), (1, 3), (2, 2), (2, 3), (3, 2)]
 SHARD = 32
@@ -95,7 +96,7 @@ def test_in_process_twin(g, t, intra):
         for th in threads:
             th.start()
         for th in threads:
-            th.join(timeout=60)
+            th.join(timeout=budget(60))
         assert sorted(out) == list(range(world)), strategy
         assert all(close(out[r], expected) for r in out), strategy
 
@@ -140,8 +141,8 @@ def run_gmi_processes(target, g: int, t: int, *args, timeout: float = 120) -> li
         start_method="spawn",
     )
     expected = layout.world_size * len(strategies(layout))
-    got = [results.get(timeout=timeout) for _ in range(expected)]
-    procs.join(timeout=120)
+    got = [results.get(timeout=budget(timeout)) for _ in range(expected)]
+    procs.join(timeout=budget(120))
     return got
 
 

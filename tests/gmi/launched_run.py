@@ -13,6 +13,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.speed import budget
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,7 +50,9 @@ class LaunchedRun:
         return "\n".join(line for _, n, line in list(self.lines) if n == name)
 
     def wait_for(self, needle: str, timeout: float) -> float:
-        """Time when a line containing ``needle`` appeared (waits for it)."""
+        """Time when a line containing ``needle`` appeared (waits for it up to ``timeout``
+        seconds on the reference machine, stretched by :func:`tests.speed.budget`)."""
+        timeout = budget(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for when, _, line in list(self.lines):
@@ -71,8 +75,9 @@ class LaunchedRun:
         return sorted(c.pid for c in children if "spawn_main" in " ".join(c.cmdline()))
 
     def finish(self, timeout: float) -> int:
+        """The run's exit code; waits ``timeout`` seconds on the reference machine (stretched)."""
         try:
-            code = self.proc.wait(timeout=timeout)
+            code = self.proc.wait(timeout=budget(timeout))
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()

@@ -14,6 +14,7 @@ import pytest
 
 from isaacgymenvs_gmi.gmi.mps import daemon_running, mps_daemon
 from isaacgymenvs_gmi.placement.inventory import detect_inventory
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.gpu
@@ -47,8 +48,8 @@ def test_mps_daemon_of_a_killed_owner_is_stopped(monkeypatch):
     pipe_dir = owner.stdout.readline().strip()
     assert daemon_running(pipe_dir)
     owner.send_signal(signal.SIGKILL)
-    owner.wait(timeout=30)
-    deadline = time.monotonic() + 30
+    owner.wait(timeout=budget(30))
+    deadline = time.monotonic() + budget(30)
     while daemon_running(pipe_dir) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not daemon_running(pipe_dir) and not os.path.exists(pipe_dir)
@@ -68,7 +69,7 @@ def train(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=budget(900),
     )
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.speed import budget
+
 STAND_IN_CONTROL = r"""#!/bin/sh
 # stand-in for nvidia-cuda-mps-control (see the test module's docstring)
 pipe="$CUDA_MPS_PIPE_DIRECTORY"
@@ -75,7 +77,7 @@ def _alive(pid: int) -> bool:
 
 
 def _gone_within(seconds: float, *checks) -> bool:
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + budget(seconds)
     while time.monotonic() < deadline:
         if not any(check() for check in checks):
             return True
@@ -85,7 +87,7 @@ def _gone_within(seconds: float, *checks) -> bool:
 
 def test_a_normal_exit_stops_the_daemon_once(stand_in_control: Path):
     out = subprocess.run(
-        [sys.executable, "-c", OWNER, "leave"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", OWNER, "leave"], capture_output=True, text=True, timeout=budget(60)
     )
     assert out.returncode == 0, out.stderr
     pipe_dir, pid = out.stdout.split()
@@ -107,7 +109,7 @@ def test_an_owner_killed_without_cleanup_still_stops_its_daemon(stand_in_control
         pid = int(owner.stdout.readline())
         assert _alive(pid) and os.path.exists(f"{pipe_dir}/control")
         os.killpg(owner.pid, sig)  # the whole group, as the planner's last resort does
-        owner.wait(timeout=30)
+        owner.wait(timeout=budget(30))
     finally:
         if owner.poll() is None:
             owner.kill()

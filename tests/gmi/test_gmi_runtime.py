@@ -17,6 +17,7 @@ import pytest
 
 from isaacgymenvs_gmi.comm.signed_store import SECRET_ENV
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = 400.0
@@ -29,7 +30,7 @@ def train(*args: str, tmp_path: Path, timeout: int = 400, env: dict | None = Non
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=budget(timeout),
         env={**os.environ, **(env or {})},
     )
 
@@ -103,7 +104,7 @@ def test_kill_9_one_gmi_stops_all_and_leaves_a_loadable_checkpoint(tmp_path):
         assert len(pids) == 2
         os.kill(pids[1], signal.SIGKILL)
         killed_at = time.time()
-        _, stderr = launcher.communicate(timeout=90)
+        _, stderr = launcher.communicate(timeout=budget(90))
         assert time.time() - killed_at < 60
     finally:
         if launcher.poll() is None:
@@ -189,7 +190,7 @@ def test_torchrun_two_nodes_of_two_gmis_train_cartpole(tmp_path):
         )
         for _ in range(2)
     ]
-    outs = [n.communicate(timeout=400) for n in nodes]
+    outs = [n.communicate(timeout=budget(400)) for n in nodes]
     assert all(n.returncode == 0 for n in nodes), [o[1][-2000:] for o in outs]
     rows = progress(outs[0][0] + outs[1][0])
     assert rows and all(g == 4 for g, _, _ in rows)

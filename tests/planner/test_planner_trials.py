@@ -19,6 +19,7 @@ from isaacgymenvs_gmi.placement.inventory import Inventory
 from isaacgymenvs_gmi.planner import choose, resolve
 from isaacgymenvs_gmi.planner.search import Candidate, Profile
 from isaacgymenvs_gmi.planner.trial import TrialSetup, run_trial
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["gmi.plan.epochs=4", "gmi.plan.warmup_epochs=1", "gmi.plan.budget_s=300"]
@@ -40,7 +41,7 @@ def counted(monkeypatch) -> list[Candidate]:
 
 def python(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=budget(600)
     )
 
 

@@ -12,6 +12,7 @@ from rl_games.algos_torch.running_mean_std import RunningMeanStd
 from isaacgymenvs_gmi.comm.collectives import ThreadCollectives, ThreadHub
 from isaacgymenvs_gmi.patches.central_value_reduction import reduce_critic_gradients
 from isaacgymenvs_gmi.patches.synced_normalizers import SyncedRunningMeanStd, union_moments
+from tests.speed import budget
 
 BATCH_SIZES = (64, 200, 17)  # GMIs may hold different numbers of rows in a minibatch
 DIM = 5
@@ -58,7 +59,7 @@ def run_gmis(steps: int) -> list[tuple[SyncedRunningMeanStd, list[torch.Tensor]]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=budget(60))
     assert not errors, errors
     return results
 

@@ -16,6 +16,7 @@ from isaacgymenvs_gmi.config import wandb as wandb_config
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.sim.render import renderer_problem
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +57,7 @@ def test_an_offline_run_writes_the_reward_and_the_config(tmp_path, mode):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=budget(600),
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

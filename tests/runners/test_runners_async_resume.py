@@ -10,6 +10,12 @@ from isaacgymenvs_gmi.launch import plan_run, run
 
 NO_GPU = (False, ("cpu",), False)
 EPISODE = 32  # Cartpole episodes last 500 steps: 32 epochs of 16 steps see every env end one
+# The first mean reward reported after a switch comes from the first episodes to end, i.e. the
+# resumed policy's early failures: 290-500 here. A restarted policy's first ones score ~20 (random
+# play). Played deterministically, a trained policy scored 369-500 (see
+# test_rl_training.PLAYED_FLOOR), a one-epoch one ~57.
+CARRIED_OVER = 150.0
+PLAYED_FLOOR = 200.0
 
 
 def _epoch(checkpoint: str) -> int:
@@ -30,7 +36,7 @@ def test_checkpoints_move_between_sync_and_async_and_play(trained_cartpole, comp
         f"train_dir={tmp_path / 'async'}",
     )
     in_async = run(to_async, plan_run(to_async, platform=NO_GPU))
-    assert in_async.history and in_async.history[0][2] > 400  # resumed, not restarted
+    assert in_async.history and in_async.history[0][2] > CARRIED_OVER  # resumed, not restarted
     assert _epoch(in_async.checkpoint) == start + EPISODE + 2  # epochs continue
 
     to_sync = compose_cfg(
@@ -40,9 +46,9 @@ def test_checkpoints_move_between_sync_and_async_and_play(trained_cartpole, comp
         f"train_dir={tmp_path / 'sync'}",
     )
     in_sync = run(to_sync, plan_run(to_sync, platform=NO_GPU))
-    assert in_sync.history and in_sync.history[0][2] > 400
+    assert in_sync.history and in_sync.history[0][2] > CARRIED_OVER
     assert _epoch(in_sync.checkpoint) == start + 2 * EPISODE + 4
 
     play = compose_cfg("task=Cartpole", "test=True", f"checkpoint={in_async.checkpoint}")
     played = run(play, plan_run(play, platform=NO_GPU))
-    assert played.mean_reward > 400
+    assert played.mean_reward > PLAYED_FLOOR

@@ -26,6 +26,7 @@ from isaacgymenvs_gmi.tasks import (
     register_task,
     unregister_task,
 )
+from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pendulum"
@@ -94,7 +95,7 @@ def _train(tmp_path: Path, *args: str, pythonpath: list[Path]) -> subprocess.Com
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=budget(600),
         env=env,
     )
 

@@ -17,6 +17,7 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.sim.foreign import ForeignVecTask, build_vec_task
 from isaacgymenvs_gmi.tasks import get_task_class, register_task, unregister_task
+from tests.speed import budget
 from tests.tasks.upstream_style_task import (
     write_configs,
     write_standin_isaacgymenvs,
@@ -46,7 +47,7 @@ def _train(tree: Path, tmp_path: Path, *args: str, paths: list[str]) -> str:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=budget(600),
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
