@@ -221,7 +221,7 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
     return result
 
 
-def plot(runs: list[dict], path: Path, card: str, target: float) -> None:
+def plot(runs: list[dict], path: Path, card: str, task: str, target: float) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -237,7 +237,7 @@ def plot(runs: list[dict], path: Path, card: str, target: float) -> None:
         ax.plot([r["wall_s"] for r in rows], [r["mean_reward"] for r in rows], label=label)
     ax.axhline(target, color="grey", linestyle=":", linewidth=1)
     ax.set(xlabel="wall time since process start [s]", ylabel="mean episode reward")
-    ax.set_title(f"Ant on MJX, same total envs ({card})", fontsize=10)
+    ax.set_title(f"{task}, same total envs ({card})", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -282,7 +282,7 @@ def main() -> None:
         run["env_steps_per_s_vs_first"] = ratio
         print(f"{run['gmis']} GMIs / {runs[0]['gmis']} GMI(s) env steps/s: {ratio}", flush=True)
     payload = {"card": card, "task": args.task, "target_reward": args.target_reward, "runs": runs}
-    plot(runs, out / f"{name}.png", card, args.target_reward)
+    plot(runs, out / f"{name}.png", card, args.task, args.target_reward)
     text = json.dumps({"machine": facts, **payload}, indent=2, allow_nan=False)
     (out / f"{name}.json").write_text(text + "\n")
     if not args.dry_run:
