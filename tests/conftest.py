@@ -197,11 +197,19 @@ def _ours_in_temp() -> set[str]:
     return found
 
 
+SESSION_ENV = "GMI_TEST_SESSION"  # marks the processes this test session starts
+
+
 def pytest_configure(config):
-    """Measure the machine once, before any test: every wait in the suite scales with it."""
+    """Measure the machine once, before any test: every wait in the suite scales with it. Mark
+    this session, so that checks for processes it left behind ignore another suite's."""
+    import os
+    import uuid
+
     from tests import speed
 
     speed.calibrate()
+    os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
 
 
 def pytest_report_header(config):

@@ -19,6 +19,7 @@ from isaacgymenvs_gmi.placement.inventory import Inventory
 from isaacgymenvs_gmi.planner import choose, resolve
 from isaacgymenvs_gmi.planner.search import Candidate, Profile
 from isaacgymenvs_gmi.planner.trial import TrialSetup, run_trial
+from tests.conftest import SESSION_ENV
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,10 +47,16 @@ def python(*args: str) -> subprocess.CompletedProcess:
 
 
 def trial_processes() -> list[psutil.Process]:
+    """Planner trial processes this test session started (its marker is in their environment),
+    alive or orphaned; another suite's on the same machine are not ours."""
     out = []
     for p in psutil.process_iter(["cmdline"]):
         if any("trial_main" in part for part in p.info["cmdline"] or ()):
-            out.append(p)
+            try:
+                if p.environ().get(SESSION_ENV) == os.environ[SESSION_ENV]:
+                    out.append(p)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
     return out
 
 
