@@ -8,8 +8,9 @@
 # Runs from a plain checkout with the dependencies importable (PYTHONPATH), without installing the
 # project: setup.py maps the packages isaacgymenvs_gmi.tasks and .patches onto the top-level
 # tasks/ and patches/ folders, so where they do not import the script links them in for its run.
-# headline took 412 s on an H200 (two runs of 200 s). On an H100 the other steps took about: facts 10 s, tests 380 s, mjx 150 s, channels 40 s, reduction
-# part 1 60 s (part 2 trains Ant twice and needs more than 300 s), plan 160 s for its first trial.
+# The headline took 412 s on an H200 (two runs of 200 s). On an H100 the other steps took about:
+# facts 10 s, tests 380 s, mjx 150 s, channels 40 s, reduction part 1 60 s (part 2 trains Ant
+# twice and needs more than 300 s), plan 160 s for its first trial.
 set -uo pipefail
 out=${1:?usage: bench/gpu_suite.sh OUTDIR [STEP ...]}
 shift
