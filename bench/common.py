@@ -74,6 +74,18 @@ def write_result(name: str, payload: dict[str, Any]) -> Path:
     return path
 
 
+def read_scalars(summaries: str | Path, tag: str) -> list[tuple[int, float]]:
+    """(step, value) of TensorBoard scalar ``tag`` in the event files of folder ``summaries``;
+    [] where the tag was never written."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(summaries))
+    events.Reload()
+    if tag not in events.Tags()["scalars"]:
+        return []
+    return [(e.step, float(e.value)) for e in events.Scalars(tag)]
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
 

@@ -35,46 +35,38 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, machine, write_result  # noqa: E402
+from common import ROOT, machine, read_scalars, write_result  # noqa: E402
 
 EPOCH_LINE = re.compile(r"epoch:?\s+(\d+)/(\d+)")
 NAN_REWARD = re.compile(r"reward:?\s+nan\b", re.IGNORECASE)
 
 
 class GpuSampler:
-    """Samples one GPU's utilisation (%) and used memory (MiB) through NVML every ``period_s``."""
+    """Samples one GPU's utilisation (%) and used memory (MiB) every ``period_s``, through the
+    package's own NVML reading (``gmi.status.gpu_stats``); no samples without NVML."""
 
     def __init__(self, index: int = 0, period_s: float = 0.5):
-        self.samples: list[tuple[float, int, float]] = []  # (time, util %, memory MiB)
+        self.samples: list[tuple[float, float, float]] = []  # (time, util %, memory MiB)
+        self._index, self._period_s = index, period_s
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.available = False
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._nvml = pynvml
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            self.available = True
-        except Exception:  # no driver / no GPU: the run is measured without GPU columns
-            return
-        self._period_s = period_s
+        self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def start(self) -> None:
-        if self.available:
-            self._thread = threading.Thread(target=self._loop, daemon=True)
-            self._thread.start()
+        self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._thread.join()
 
     def _loop(self) -> None:
+        from isaacgymenvs_gmi.gmi.status import gpu_stats
+
         while not self._stop.wait(self._period_s):
-            util = self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu
-            mem = self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used / 2**20
-            self.samples.append((time.monotonic(), int(util), float(mem)))
+            stats = {i: (util, gib) for i, util, gib in gpu_stats()}
+            if self._index not in stats:
+                return  # no driver / no GPU: the run is measured without GPU columns
+            util, gib = stats[self._index]
+            self.samples.append((time.monotonic(), util, gib * 1024))
 
     def between(self, t0: float, t1: float) -> dict[str, float | None]:
         rows = [s for s in self.samples if t0 <= s[0] <= t1]
@@ -148,15 +140,10 @@ def epoch_times(rows: list[tuple[float, str]]) -> dict[int, float]:
 
 
 def reward_history(train_dir: Path) -> list[tuple[int, float]]:
-    """(epoch, mean episode reward) from the run's TensorBoard summaries."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
+    """(epoch, mean episode reward) from the run's TensorBoard summaries (GMI 0 writes them)."""
     found: list[tuple[int, float]] = []
     for summaries in sorted(train_dir.glob("*/summaries")):
-        acc = EventAccumulator(str(summaries))
-        acc.Reload()
-        if "rewards/iter" in acc.Tags()["scalars"]:
-            found = [(s.step, float(s.value)) for s in acc.Scalars("rewards/iter")]
+        found = read_scalars(summaries, "rewards/iter") or found
     return found
 
 
@@ -177,7 +164,7 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
     ]
     if gmis > 1 and not args.dry_run:
         cmd.append("gmi.backend=mps")
-    print(f"== {gmis} GMI(s): {' '.join(cmd[1:])}", flush=True)
+    print(f"== {gmis} GMI(s): {' '.join(cmd[1:]).replace(str(out), 'OUT')}", flush=True)
     rows, code, t0 = run_training(cmd, out / f"headline_gmi{gmis}.log", args.limit_s)
     epochs = epoch_times(rows)
     result: dict = {
@@ -185,7 +172,7 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
         "envs_per_gmi": per_gmi,
         "total_envs": per_gmi * gmis,
         "minibatch_size": minibatch,
-        "command": "python " + " ".join(cmd[1:]),
+        "command": "python " + " ".join(cmd[1:]).replace(str(out), "OUT"),  # no machine path
         "exit_code": code,
         "epochs_done": max(epochs, default=0),
         "startup_s": round(epochs[1], 2) if 1 in epochs else None,

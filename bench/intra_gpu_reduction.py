@@ -31,7 +31,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from common import RESULTS, write_result
+from common import RESULTS, read_scalars, write_result
 
 SIZES = {"ant_57k": 57_361, "shadowhand_1.5M": 1_500_000}
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,8 +115,6 @@ def latency(k: int, rounds: int) -> dict:
 
 def end_to_end(intra: str, epochs: int) -> float:
     """Median total env steps/s of a 3-GMI Ant run after its first 5 epochs."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     with tempfile.TemporaryDirectory() as runs:
         proc = subprocess.run(
             [
@@ -140,9 +138,7 @@ def end_to_end(intra: str, epochs: int) -> float:
             raise RuntimeError(proc.stderr[-3000:])
         assert f"inside a device: {intra}," in proc.stdout, proc.stdout[-2000:]
         (summaries,) = glob.glob(os.path.join(runs, "*", "summaries"))
-        events = EventAccumulator(summaries)
-        events.Reload()
-        rates = [e.value for e in events.Scalars("gmi/env_steps_per_s_total")]
+        rates = [v for _, v in read_scalars(summaries, "gmi/env_steps_per_s_total")]
     return statistics.median(rates[5:])
 
 

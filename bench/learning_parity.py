@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, write_result
+from common import ROOT, read_scalars, write_result
 
 TOTAL_ENVS = 768
 PLAY_ENVS = 256
@@ -44,8 +44,6 @@ def _train_py(*args: str) -> str:
 
 
 def run_once(gmis: int, seed: int, epochs: int, work: Path) -> dict:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     envs = TOTAL_ENVS // gmis
     runs = work / f"seed{seed}_gmis{gmis}"
     _train_py(
@@ -59,9 +57,7 @@ def run_once(gmis: int, seed: int, epochs: int, work: Path) -> dict:
         f"train_dir={runs}",
     )
     (summaries,) = glob.glob(str(runs / "*" / "summaries"))
-    events = EventAccumulator(summaries)
-    events.Reload()
-    meter = {e.step: e.value for e in events.Scalars("rewards/iter")}[epochs]
+    meter = dict(read_scalars(summaries, "rewards/iter"))[epochs]
     (checkpoint,) = glob.glob(str(runs / "*" / "nn" / "last_*.pth"))
     played = PLAYED.findall(
         _train_py(

@@ -8,9 +8,8 @@ suite is made of (MuJoCo stepping, a small torch MLP forward and backward, numpy
 core at once, one process per core as the suite's multi-GMI runs do, so that a machine that is
 slower or busy (another job holding a core) is seen as such; the median of a few rounds divided by
 its time on the reference machine. It is never below 1, so a fast machine keeps the written
-limits. ``GMI_TEST_SPEED_FACTOR`` overrides it
-(e.g. ``GMI_TEST_SPEED_FACTOR=3`` on a machine known to be shared), and is how the measured factor
-reaches the test processes a test starts.
+limits. ``GMI_TEST_SPEED_FACTOR`` overrides it (e.g. ``=3`` on a machine known to be shared), and
+is how the measured factor reaches the test processes a test starts.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from pathlib import Path
 
 ENV = "GMI_TEST_SPEED_FACTOR"
 REFERENCE_S = 0.090  # median round on the reference machine, nothing else running
-_ANT = """
+_FOUR_LEGS = """  # an Ant-sized body: a free torso and four two-joint legs
 <mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 .1"/>
 <body pos="0 0 .75"><freejoint/><geom type="sphere" size=".25"/>
 <body><joint type="hinge" axis="0 0 1" range="-30 30"/><geom type="capsule" fromto="0 0 0 .4 .4 0"
@@ -49,7 +48,7 @@ def _work() -> float:
     import numpy as np
     import torch
 
-    model = mujoco.MjModel.from_xml_string(_ANT)
+    model = mujoco.MjModel.from_xml_string(_FOUR_LEGS)
     data = mujoco.MjData(model)
     net = torch.nn.Sequential(
         torch.nn.Linear(60, 256), torch.nn.ELU(), torch.nn.Linear(256, 128), torch.nn.ELU()
