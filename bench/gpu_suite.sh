@@ -3,7 +3,8 @@
 # GPU benchmarks. Each step has its own time limit so one hang cannot eat the rest; a log of
 # every step and an archive of bench/results land in OUTDIR.
 #
-#   bash bench/gpu_suite.sh OUTDIR [STEP ...]   (steps: headline facts tests reduction mjx channels plan)
+#   bash bench/gpu_suite.sh OUTDIR [STEP ...]   (steps: headline bisect facts tests
+#                                                reduction mjx channels plan)
 #
 # Runs from a plain checkout with the dependencies importable (PYTHONPATH), without installing the
 # project: setup.py maps the packages isaacgymenvs_gmi.tasks and .patches onto the top-level
@@ -42,6 +43,9 @@ for s in $steps; do
     headline)  # Ant training on MJX, 1 process vs 3 MPS GMIs, same total envs (gpu_headline.py)
         step headline 540 "$py" bench/gpu_headline.py --out "$out/headline" \
             --limit-s "${HEADLINE_LIMIT_S:-200}" ;;
+    bisect)  # which GPU-only ingredient makes multi-GMI Ant non-finite (gpu_bisect.sh)
+        step bisect "${BISECT_LIMIT:-560}" bash bench/gpu_bisect.sh "$out/bisect" \
+            "$((${BISECT_LIMIT:-560} - 20))" ;;
     facts)
         step facts 120 bash -c "nvidia-smi; nvidia-smi -q | grep -iE 'MIG Mode|Compute Mode' -A1; \
 $py -c 'import torch, jax, mujoco; print(\"torch\", torch.__version__, torch.version.cuda, \

@@ -9,11 +9,12 @@ from rl_games.algos_torch.a2c_continuous import A2CAgent
 
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
+from isaacgymenvs_gmi.rl.finite_check import ensure_finite
 
 
 class StoppableAgent(A2CAgent):
     """``a2c_continuous`` plus a stop check after every epoch (and the fault-injection hook
-    before it).
+    before it), and a check that the epoch left the weights and statistics finite.
 
     When ``should_stop`` returns a signal, the agent makes the epoch just finished its last one:
     rl-games' own end of training then writes the final ``last_*`` checkpoint and returns.
@@ -46,12 +47,17 @@ class StoppableAgent(A2CAgent):
         self._epoch_starts.append(time.perf_counter())
         self.before_epoch(self.epoch_num + 1)
         result = super().train_epoch()
+        ensure_finite(self._learner_modules(), self.epoch_num)
         self._last_end = time.perf_counter()
         signum = self.should_stop()
         if signum is not None and self.stopped_by is None:
             self.stopped_by = signum
             self.max_epochs = self.epoch_num  # rl-games ends the run after this epoch
         return result
+
+    def _learner_modules(self) -> list:
+        cv = self.central_value_net if getattr(self, "has_central_value", False) else None
+        return [self.model, *([cv] if cv is not None else [])]
 
     def save(self, fn):
         super().save(fn)

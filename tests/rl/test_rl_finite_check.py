@@ -1,0 +1,52 @@
+"""Training stops, naming what broke, at the first epoch that leaves NaN or inf in the learner."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from isaacgymenvs_gmi.rl.finite_check import NonFiniteState, ensure_finite, non_finite_tensors
+from tests.gmi.launched_run import LaunchedRun
+
+
+def _model() -> torch.nn.Module:
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ELU(), torch.nn.Linear(4, 2))
+    model.register_buffer("running_var", torch.ones(3, dtype=torch.float64))
+    model.register_buffer("count", torch.ones((), dtype=torch.int64))
+    return model
+
+
+def test_a_finite_learner_passes():
+    assert non_finite_tensors([_model()]) == []
+    ensure_finite([_model()], epoch=1)
+
+
+def test_nan_and_inf_are_named_in_parameters_and_buffers():
+    model, critic = _model(), _model()
+    with torch.no_grad():
+        model[2].bias[1] = float("nan")
+    critic.running_var[0] = float("inf")
+    assert non_finite_tensors([model]) == ["2.bias"]
+    assert non_finite_tensors([model, critic]) == ["0.2.bias", "1.running_var"]
+    with pytest.raises(NonFiniteState, match=r"after epoch 7: 0\.2\.bias, 1\.running_var"):
+        ensure_finite([model, critic], epoch=7)
+
+
+@pytest.mark.parametrize("gmis", [1, 2])
+def test_a_run_that_blows_up_stops_at_that_epoch_with_no_process_left(tmp_path, gmis):
+    # Adam at a learning rate of 1e30 turns the weights to inf, then NaN, in the first update
+    run = LaunchedRun(
+        tmp_path,
+        "task=Cartpole",
+        "num_envs=64",
+        f"gmi.per_gpu={gmis}",
+        "max_iterations=50",
+        "train.params.config.minibatch_size=512",
+        "train.params.config.learning_rate=1e30",
+        "train.params.config.lr_schedule=identity",
+    )
+    assert run.finish(timeout=180) != 0
+    err = run.text("err")
+    assert "non-finite values (NaN or inf) in the learner after epoch 1" in err, err[-3000:]
+    assert "a2c_network" in err
+    assert run.leftovers() == []
