@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -30,6 +29,7 @@ from isaacgymenvs_gmi.config.async_mode import ServeSettings
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
+from isaacgymenvs_gmi.config.sources import bundled_config_dir
 from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
@@ -61,7 +61,6 @@ from isaacgymenvs_gmi.tasks import (
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
 
 log = logging.getLogger(__name__)
-BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "cfg" / "task"
 
 Platform = tuple[bool, tuple[str, ...], bool]  # (CUDA available, JAX platforms, warp installed)
 
@@ -320,7 +319,7 @@ def _check_machine(
 
 def _bundled_env(task_name: str) -> dict | None:
     """The ``env`` section of the bundled task file of ``task_name``, if there is one."""
-    path = BUNDLED_TASKS / f"{task_name}.yaml"
+    path = bundled_config_dir() / "task" / f"{task_name}.yaml"
     if not path.is_file():
         return None
     return OmegaConf.to_container(OmegaConf.load(path).get("env", {}), resolve=False)

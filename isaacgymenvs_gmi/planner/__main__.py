@@ -15,10 +15,8 @@ import json
 import logging
 import shlex
 import sys
-import warnings
 from pathlib import Path
 
-CFG_DIR = Path(__file__).resolve().parents[2] / "cfg"
 PLANNED_KEYS = (  # what the printed command line sets from the choice, or no longer needs
     "gmi.per_gpu=",
     "num_envs=",
@@ -29,16 +27,12 @@ PLANNED_KEYS = (  # what the printed command line sets from the choice, or no lo
 
 
 def compose(overrides: list[str]):
-    """The config ``python train.py <overrides>`` would see."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    """The config ``python train.py <overrides>`` would see (the same config sources, in the
+    same order: ``--config-path``, ``--config-dir`` and ``hydra.searchpath`` before the bundled
+    ``cfg/``)."""
+    from isaacgymenvs_gmi.api import compose_config
 
-    from isaacgymenvs_gmi.config import register_resolvers
-
-    register_resolvers()
-    warnings.filterwarnings("ignore", message="(?s).*version_base")  # kept on purpose, as train.py
-    with initialize_config_dir(config_dir=str(CFG_DIR), version_base="1.1"):
-        return hydra_compose("config", overrides=overrides)
+    return compose_config(*overrides)
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,104 @@
+"""The command line: ``python -m isaacgymenvs_gmi task=Ant gmi.per_gpu=3`` (also the
+``isaacgymenvs-gmi`` console script and a checkout's ``train.py``).
+
+Takes IsaacGymEnvs' ``train.py`` command line and configs. Config sources the user names
+(``--config-path``/``--config-name``, ``--config-dir``, ``hydra.searchpath``) come before the
+bundled ``cfg/`` (:mod:`isaacgymenvs_gmi.config.sources`); one line at start names the files the
+task and train configs came from.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+
+# JAX (physics) and torch (learner) share a GPU in one process, and GMIs share it between
+# processes: JAX must not grab most of the device up front (GMIs further cap their share).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``argv`` (default: ``sys.argv[1:]``) as ``train.py`` would; exits with its code."""
+    import hydra
+
+    from isaacgymenvs_gmi.config import register_resolvers
+    from isaacgymenvs_gmi.config.sources import (
+        resolve_sources,
+        split_config_flags,
+        user_sources_first,
+    )
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    flags, rest = split_config_flags(args)
+    sources = resolve_sources(flags, rest)
+    register_resolvers()
+    # IsaacGymEnvs' version_base="1.1" is kept on purpose (same config semantics); spawned GMIs
+    # re-import the main module, so say it once, not once per GMI.
+    warnings.filterwarnings("ignore", message="(?s).*version_base")
+
+    def app(cfg) -> None:
+        from isaacgymenvs_gmi.console import quiet_console
+
+        logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
+        _say_sources(cfg, sources)
+        with quiet_console():
+            _train(cfg)
+
+    sys.argv = [sys.argv[0], *sources.hydra_args]
+    entry = hydra.main(
+        version_base="1.1", config_path=sources.main, config_name=sources.config_name
+    )
+    with user_sources_first(sources):
+        entry(app)()
+
+
+def _say_sources(cfg, sources) -> None:
+    """One line naming where the task and train configs were read from (rank 0 only)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if os.environ.get("RANK", "0") != "0":
+        return
+    choices = HydraConfig.get().runtime.choices
+    parts = [
+        f"{group} {choices[group]} from {sources.origin(group, choices[group])}"
+        for group in ("task", "train")
+        if choices.get(group)
+    ]
+    if sources.foreign_primary and sources.primary_file is not None:
+        parts.append(f"primary config {sources.primary_file} (plugin keys added with defaults)")
+    print("configs: " + "; ".join(parts), file=sys.stderr, flush=True)
+
+
+def _train(cfg) -> None:
+    from isaacgymenvs_gmi.api import run
+    from isaacgymenvs_gmi.config import ConfigError
+    from isaacgymenvs_gmi.gmi.spawn import GmiFailure, GmiInterrupted
+    from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code, signal_name
+    from isaacgymenvs_gmi.planner import NoRunnableCandidate
+    from isaacgymenvs_gmi.sim.model import AssetNotFoundError
+
+    try:
+        result = run(cfg)  # auto searched, validated, launched: the same call pipelines make
+    except (ConfigError, AssetNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except (NoRunnableCandidate, GmiFailure) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except (GmiInterrupted, StopNow) as e:
+        print(f"{e} (no final checkpoint)", file=sys.stderr)
+        sys.exit(exit_code(e.signum))
+    except KeyboardInterrupt:
+        print("stopped by SIGINT", file=sys.stderr)
+        sys.exit(130)
+    if result is not None and result.stopped_by is not None:
+        where = result.checkpoint or "none written"
+        print(
+            f"stopped by {signal_name(result.stopped_by)} after {result.frames:,} frames; "
+            f"final checkpoint: {where}",
+            file=sys.stderr,
+        )
+        sys.exit(exit_code(result.stopped_by))

@@ -1,0 +1,264 @@
+"""Where configs come from: the user's sources first, the bundled ``cfg/`` as the fallback.
+
+A project laid out as an IsaacGymEnvs fork keeps upstream's file names (``task/Ant.yaml``,
+``train/AntPPO.yaml``) with its own values. Hydra alone would search the application's own config
+folder (ours) before ``--config-dir`` and ``hydra.searchpath``, so a fork's ``Ant.yaml`` would
+lose to the bundled one, silently. Here the search order is, first match wins:
+
+1. the primary config folder the user names (``--config-path``; relative to the current folder);
+2. ``--config-dir``;
+3. ``hydra.searchpath`` (from the command line, else from the primary ``config.yaml``);
+4. the bundled ``cfg/`` (shipped in the package).
+
+The bundled folder stays Hydra's primary config folder, and a search path plugin puts the user's
+folders before it (:func:`user_sources_first`, around composing). When the primary
+config is not ours (a fork's ``config.yaml``), the ``gmi`` group and the plugin's own top-level
+keys (``plugin/defaults.yaml``) are added with their defaults, so ``gmi.per_gpu=2`` works as typed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+BUNDLED_NAME = "bundled"  # how the bundled folder is named in messages
+_FLAGS = {  # Hydra's flags that name config sources, long and short
+    "--config-path": "config_path",
+    "-cp": "config_path",
+    "--config-name": "config_name",
+    "-cn": "config_name",
+    "--config-dir": "config_dir",
+    "-cd": "config_dir",
+}
+_PLUGIN_GROUPS = ("gmi", "plugin")  # what a foreign primary config is completed with
+
+
+def bundled_config_dir() -> Path:
+    """The bundled ``cfg/`` folder: package data of an installed wheel, or a checkout's."""
+    try:
+        spec = importlib.util.find_spec("isaacgymenvs_gmi.cfg")
+    except ModuleNotFoundError:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            if (Path(location) / "config.yaml").is_file():
+                return Path(location)
+    return Path(__file__).resolve().parents[2] / "cfg"  # a checkout on the path, not installed
+
+
+@dataclass(frozen=True)
+class ConfigFlags:
+    """Hydra's source flags as typed: ``--config-path``, ``--config-name``, ``--config-dir``."""
+
+    config_path: str | None = None
+    config_name: str = "config"
+    config_dir: str | None = None
+
+
+def split_config_flags(argv: Sequence[str]) -> tuple[ConfigFlags, list[str]]:
+    """``argv`` -> (the source flags, every other argument in order)."""
+    found: dict[str, str] = {}
+    rest: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, sep, value = arg.partition("=")
+        if name in _FLAGS and (sep or i + 1 < len(args)):
+            if not sep:
+                i += 1
+                value = args[i]
+            found[_FLAGS[name]] = value
+        else:
+            rest.append(arg)
+        i += 1
+    return ConfigFlags(**found), rest
+
+
+def _as_entry(path: str) -> str:
+    """A folder as a Hydra search path entry (``file://`` absolute, or ``pkg://`` as given)."""
+    if path.startswith(("pkg://", "file://")):
+        return path
+    return f"file://{os.path.abspath(path)}"
+
+
+def _entry_dir(entry: str) -> Path | None:
+    """The folder behind a search path entry, or None where it cannot be resolved."""
+    if entry.startswith("file://"):
+        return Path(os.path.abspath(entry[len("file://") :]))
+    if entry.startswith("pkg://"):
+        name = entry[len("pkg://") :].replace("/", ".")
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ModuleNotFoundError, ValueError):
+            return None
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        return Path(locations[0]) if locations else None
+    return Path(os.path.abspath(entry))
+
+
+def _is_override(arg: str) -> bool:
+    return "=" in arg and not arg.startswith("-")
+
+
+def _searchpath_override(args: Sequence[str]) -> tuple[list[str] | None, list[str]]:
+    """(the entries of a ``hydra.searchpath=[...]`` override or None, the other arguments)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    found, rest = None, []
+    for arg in args:
+        if _is_override(arg) and arg.lstrip("+~").split("=", 1)[0] == "hydra.searchpath":
+            value = OverridesParser.create().parse_overrides([arg])[0].value()
+            found = [str(v) for v in (value or [])]
+        else:
+            rest.append(arg)
+    return found, rest
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _names_group(defaults: object, group: str) -> bool:
+    """Whether a defaults list selects ``group`` (``- gmi: default``, ``- /gmi: x``, ...)."""
+    for item in defaults if isinstance(defaults, list) else []:
+        if isinstance(item, dict) and any(
+            str(k).lstrip("/").removeprefix("optional ").strip() == group for k in item
+        ):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class ConfigSources:
+    """The resolved search order and what Hydra is given to follow it."""
+
+    entries: tuple[str, ...]  # search order, first match wins; the bundled folder last
+    config_name: str
+    primary_file: Path | None  # the primary config.yaml that will be used
+    foreign_primary: bool  # the primary config is the user's and lacks the plugin's keys
+    hydra_args: list[str] = field(default_factory=list)  # the command line to hand Hydra
+
+    @property
+    def main(self) -> str:
+        """Hydra's primary config folder (the bundled one; the user's come first through
+        :func:`user_sources_first`)."""
+        return str(bundled_config_dir())
+
+    @property
+    def user_entries(self) -> tuple[str, ...]:
+        return self.entries[:-1]
+
+    def origin(self, group: str, choice: str) -> str:
+        """Where ``<group>/<choice>.yaml`` is taken from: a path, or ``bundled <group>/...``."""
+        bundled = bundled_config_dir()
+        for entry in self.entries:
+            folder = _entry_dir(entry)
+            path = folder / group / f"{choice}.yaml" if folder else None
+            if path is not None and path.is_file():
+                if folder == bundled:
+                    return f"{BUNDLED_NAME} {group}/{choice}.yaml"
+                return str(path)
+        return f"{group}/{choice}.yaml (not found)"
+
+
+def resolve_sources(flags: ConfigFlags, args: Sequence[str]) -> ConfigSources:
+    """The search order for ``flags`` and ``args`` (the rest of ``train.py``'s command line:
+    overrides and Hydra's other flags), and the command line that makes Hydra follow it."""
+    bundled = _as_entry(str(bundled_config_dir()))
+    searchpath, rest = _searchpath_override(args)
+    user: list[str] = []
+    if flags.config_path:
+        user.append(_as_entry(flags.config_path))
+    if flags.config_dir:
+        user.append(_as_entry(flags.config_dir))
+    primary = _find(user + [bundled], f"{flags.config_name}.yaml")
+    primary_cfg = _read_yaml(primary) if primary is not None else {}
+    if searchpath is None:  # the primary config.yaml's own hydra.searchpath, if it has one
+        listed = (primary_cfg.get("hydra") or {}).get("searchpath")
+        searchpath = [str(v) for v in listed] if isinstance(listed, list) else []
+    user += [e for e in searchpath if e not in user]
+    entries = [*user, bundled] if bundled not in user else user
+    # the primary may be found in a searchpath entry too (Hydra looks it up in the full path)
+    primary = _find(entries, f"{flags.config_name}.yaml")
+    primary_cfg = _read_yaml(primary) if primary is not None else {}
+    bundled_primary = primary is not None and primary.parent == bundled_config_dir()
+    foreign = primary is not None and not bundled_primary
+    foreign = foreign and not _names_group(primary_cfg.get("defaults"), "gmi")
+    added: list[str] = []
+    if foreign:
+        added, rest = _completed(rest), _workarounds_dropped(rest)
+    # added overrides go where the user's overrides start, so argparse sees one run of them
+    at = next((i for i, a in enumerate(rest) if _is_override(a)), len(rest))
+    hydra_args = [*rest[:at], *added, *rest[at:]]
+    return ConfigSources(tuple(entries), flags.config_name, primary, foreign, hydra_args)
+
+
+def _find(entries: Sequence[str], name: str) -> Path | None:
+    for entry in entries:
+        folder = _entry_dir(entry)
+        if folder is not None and (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def _completed(args: list[str]) -> list[str]:
+    """For a foreign primary config: the plugin's groups with their defaults (unless picked)."""
+    picked = {a.lstrip("+").split("=", 1)[0] for a in args if _is_override(a)}
+    defaults = {"gmi": "+gmi=default", "plugin": "+plugin=defaults"}
+    return [d for g, d in defaults.items() if g not in picked]
+
+
+def _workarounds_dropped(args: list[str]) -> list[str]:
+    """``+gmi.per_gpu=2`` (the workaround for a config without ``gmi``) as ``gmi.per_gpu=2``:
+    the group is there now, and appending to it would fail."""
+    out = []
+    for a in args:
+        key = a.lstrip("+").split("=", 1)[0]
+        plain = a.startswith("+") and not a.startswith("++") and _is_override(a)
+        out.append(a[1:] if plain and key.split(".")[0] in _PLUGIN_GROUPS else a)
+    return out
+
+
+_FIRST: tuple[str, ...] = ()  # the user's folders, while user_sources_first() is active
+
+
+@contextlib.contextmanager
+def user_sources_first(sources: ConfigSources) -> Iterator[None]:
+    """While active, Hydra searches ``sources``' user folders before its primary folder (the
+    bundled one). Wrap ``hydra.main`` or ``initialize_config_dir`` + ``compose`` in it."""
+    global _FIRST
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance().register(_plugin_class())
+    previous, _FIRST = _FIRST, sources.user_entries
+    try:
+        yield
+    finally:
+        _FIRST = previous
+
+
+@functools.cache
+def _plugin_class() -> type:
+    from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
+    from hydra.plugins.search_path_plugin import SearchPathPlugin
+
+    class UserSourcesFirst(SearchPathPlugin):
+        """Hydra search path plugin: the user's folders before the primary (bundled) one."""
+
+        def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+            for entry in _FIRST:
+                search_path.prepend("user", entry, anchor=SearchPathQuery(provider="main"))
+
+    return UserSourcesFirst
