@@ -53,13 +53,19 @@ setup(
         "isaacgymenvs_gmi.tasks",
         "isaacgymenvs_gmi.tasks.assets",
         "isaacgymenvs_gmi.patches",
+        "isaacgymenvs_gmi.cfg",
     ],
     package_dir={
         "isaacgymenvs_gmi.tasks": "tasks",
         "isaacgymenvs_gmi.tasks.assets": "tasks/assets",
         "isaacgymenvs_gmi.patches": "patches",
+        "isaacgymenvs_gmi.cfg": "cfg",  # the bundled configs, shipped as package data
     },
-    package_data={"isaacgymenvs_gmi.tasks.assets": ["*.xml"]},
+    package_data={
+        "isaacgymenvs_gmi.tasks.assets": ["*.xml"],
+        "isaacgymenvs_gmi.cfg": ["*.yaml", "*/*.yaml"],
+    },
+    entry_points={"console_scripts": ["isaacgymenvs-gmi = isaacgymenvs_gmi.cli:main"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
 )
