@@ -13,6 +13,7 @@ from typing import Any
 from ._values import select
 from .errors import ConfigError
 from .ppo_values import check_epoch_limit
+from .upstream_switches import refuse_unsupported
 
 _NAME = re.compile(r"^[A-Za-z0-9_.+=@,-]+$")  # letters, digits and a few safe punctuation marks
 
@@ -37,6 +38,7 @@ def _flag(cfg: Any, key: str) -> None:
 
 def check_run_inputs(cfg: Any) -> None:
     """Check the top-level keys of the composed config (raises :class:`ConfigError`)."""
+    refuse_unsupported(cfg)
     seed = select(cfg, "seed")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < -1:
         raise ConfigError("seed", seed, "must be an integer >= 0, or -1 for a random seed")

@@ -35,7 +35,7 @@ UPSTREAM_TOP_LEVEL = {
     "capture_video_freq": 1464,
     "capture_video_len": 100,
     "force_render": True,
-    "headless": False,
+    "headless": True,  # upstream: False (a viewer); there is none here, headless=False is named
 }
 
 PLUGIN_TOP_LEVEL = {

@@ -1,0 +1,102 @@
+"""IsaacGymEnvs' top-level switches and ``pbt.*``: each honoured, refused naming the key, or
+named once as not applied with what to do instead. None is dropped silently.
+
+- honoured as upstream does: :data:`HONOURED`;
+- Isaac Gym / PhysX only, listed by the "not used by the MuJoCo backends" line
+  (:mod:`.ignored`);
+- ``headless=False``: there is no viewer window here; named, with ``capture_video`` to watch;
+- ``multi_gpu``: GMIs split the run either way; named with what runs instead when it is True
+  without torchrun (and when it is False under torchrun);
+- ``pbt.enabled=True``: refused until population-based training exists; with PBT off, any other
+  ``pbt.*`` setting a config carries is named as not applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._values import select
+from .errors import ConfigError
+from .ignored import TOP_LEVEL_KEYS as ISAAC_GYM_ONLY
+
+HONOURED = (
+    "task_name",
+    "experiment",
+    "num_envs",
+    "seed",
+    "torch_deterministic",
+    "max_iterations",
+    "sim_device",
+    "rl_device",
+    "test",
+    "checkpoint",
+    "sigma",
+    "wandb_activate",
+    "wandb_group",
+    "wandb_name",
+    "wandb_entity",
+    "wandb_project",
+    "wandb_tags",
+    "wandb_logcode_dir",
+    "capture_video",
+    "capture_video_freq",
+    "capture_video_len",
+    "force_render",  # rendering happens only when a video is recorded, as upstream without a viewer
+)
+NAMED = ("headless", "multi_gpu", "pbt")  # see not_applied()
+PBT_OFF_KEYS = ("enabled", "policy_idx")  # what a PBT-off config (pbt=no_pbt) carries
+
+
+def upstream_key_handling(key: str) -> str:
+    """How the top-level ``key`` of IsaacGymEnvs' config.yaml is handled here: ``honoured``,
+    ``isaac-gym-only`` or ``named``; ``unknown`` for a key upstream does not have."""
+    if key in HONOURED:
+        return "honoured"
+    if key in ISAAC_GYM_ONLY:
+        return "isaac-gym-only"
+    return "named" if key in NAMED else "unknown"
+
+
+def refuse_unsupported(cfg: Any) -> None:
+    """Raise :class:`ConfigError` for a switch asking for what this version cannot do."""
+    enabled = select(cfg, "pbt.enabled", False)
+    if enabled not in (False, None):
+        raise ConfigError(
+            "pbt.enabled",
+            enabled,
+            "population-based training is not available in this version; set "
+            "pbt.enabled=False (pbt=no_pbt) to train one policy",
+        )
+
+
+def not_applied(cfg: Any, *, under_torchrun: bool, gmis: int, devices: int) -> list[str]:
+    """One line per switch that is accepted but does not do what it does upstream, saying what
+    happens instead. ``gmis``/``devices``: this run's GMIs and the devices they use."""
+    lines = []
+    if select(cfg, "headless", True) is False:
+        lines.append(
+            "headless=False: there is no viewer window with the MuJoCo backends (the run is "
+            "headless); capture_video=True records env 0 to watch the policy"
+        )
+    multi_gpu = bool(select(cfg, "multi_gpu", False))
+    split = f"{gmis} GMI{'s' if gmis != 1 else ''} on {devices} device{'s' if devices != 1 else ''}"
+    if multi_gpu and not under_torchrun:
+        lines.append(
+            f"multi_gpu=True without torchrun: this machine's {split} train the run (set by "
+            "gmi.per_gpu and gmi.num_gpus; rl-games' own multi-GPU mode is never used); to "
+            "train across machines, launch with torchrun"
+        )
+    if under_torchrun and not multi_gpu:
+        lines.append(
+            f"multi_gpu=False under torchrun: the ranks still train one policy together, as {split}"
+        )
+    pbt = select(cfg, "pbt", None) or {}
+    extra = sorted(k for k in pbt if k not in PBT_OFF_KEYS)
+    if select(cfg, "pbt.policy_idx", 0) not in (0, None):
+        extra.insert(0, "policy_idx")
+    if extra:
+        lines.append(
+            f"pbt.{', pbt.'.join(extra)}: not applied, population-based training is off "
+            "(pbt.enabled=False)"
+        )
+    return lines
