@@ -28,7 +28,15 @@ EXTRAS_REQUIRE = {
     "wandb": ["wandb==0.31.0"],
     "video": ["av==18.1.0"],  # capture_video's mp4 encoder (FFmpeg inside the wheel)
     # the tests run wandb in its offline mode and write videos, so the dev install carries both
-    "dev": ["pytest==9.2.0", "ruff==0.17.6", "matplotlib==3.11.2", "wandb==0.31.0", "av==18.1.0"],
+    # moviepy: gymnasium's RecordVideo writes with it (the README's make() + RecordVideo example)
+    "dev": [
+        "pytest==9.2.0",
+        "ruff==0.17.6",
+        "matplotlib==3.11.2",
+        "wandb==0.31.0",
+        "av==18.1.0",
+        "moviepy==1.0.3",
+    ],
 }
 
 setup(

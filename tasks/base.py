@@ -131,9 +131,20 @@ class TaskConfigError(ValueError):
 class TaskLogic(abc.ABC):
     """Observation, reward and reset rules of one task (IsaacGymEnvs semantics).
 
-    Subclasses set the class attributes and implement the abstract methods as pure JAX
-    functions of their arguments (no Python side effects: they are traced under ``jax.jit``).
-    ``carry`` is a task-specific pytree of per-env buffers (e.g. Ant's potentials).
+    Subclasses set the class attributes and implement the abstract methods (``action_scale``,
+    ``sample_reset``, ``observe``, ``reward_and_termination``) as pure JAX functions of their
+    arguments (no Python side effects: they are traced under ``jax.jit``); everything else has
+    a working default. ``carry`` is a task-specific pytree of per-env buffers (e.g. Ant's
+    potentials); a task without any keeps the default ``()``.
+
+    Fresh episodes are made ahead, in a pool of P = 4 * num_envs at a time (when the envs start,
+    and again whenever fewer than num_envs unused ones are left): ``sample_reset(key, P)``, then
+    ``reset_carry(initial_carry(P), frame, key)`` and ``observe(frame, zero actions (P, A),
+    carry)`` on ``frame`` = the sampled (qpos, qvel) with ``sensordata`` all zeros (P, nsensordata)
+    (MuJoCo has not run on these states yet). An env whose episode ends takes the next unused
+    entry: that state is loaded into its world, and that observation and carry are its first.
+    So the batch size these methods see is their argument or the leading dim of their inputs
+    (P or num_envs), never ``env_cfg['numEnvs']``, and a first observation reads zero sensors.
     """
 
     name: ClassVar[str]
@@ -195,25 +206,31 @@ class TaskLogic(abc.ABC):
         Zero for torque control; a position-target task puts its default pose here."""
         return np.zeros(self.num_actions)
 
-    @abc.abstractmethod
     def initial_carry(self, num_envs: int) -> Any:
-        """Per-env task buffers at the start of an episode."""
+        """Optional: per-env task buffers (a pytree, leading dim ``num_envs``) before
+        :meth:`reset_carry`; by default ``()``, no buffers."""
+        del num_envs
+        return ()
 
     @abc.abstractmethod
     def sample_reset(self, key: jax.Array, num_envs: int) -> tuple[jax.Array, jax.Array]:
-        """Randomised initial (qpos (N, nq), qvel (N, nv)) for every env."""
+        """Randomised initial (qpos (num_envs, nq), qvel (num_envs, nv)); ``num_envs`` is the
+        reset pool's size (4 x the envs), not ``numEnvs``."""
 
-    @abc.abstractmethod
     def reset_carry(self, carry: Any, frame: PhysicsFrame, key: jax.Array) -> Any:
-        """Task buffers for envs that start a new episode in ``frame``; ``key`` (one PRNG key,
-        independent of the one that sampled the states) for the task's own draws, such as
-        commands or goals."""
+        """Optional: task buffers for episodes that start in ``frame`` (sampled states, zero
+        ``sensordata``), from ``carry`` = ``initial_carry`` of the same size; ``key`` (one PRNG
+        key, independent of the one that sampled the states) for the task's own draws, such as
+        commands or goals. By default ``carry`` unchanged."""
+        del frame, key
+        return carry
 
     @abc.abstractmethod
     def observe(self, frame: PhysicsFrame, actions: jax.Array, carry: Any) -> tuple[jax.Array, Any]:
         """Observations (N, num_obs) of ``frame`` and the updated carry.
 
-        actions: (N, num_actions) clipped actions applied in the step that led to ``frame``.
+        actions: (N, num_actions) clipped actions applied in the step that led to ``frame``;
+        zeros for an episode's first observation, made in the reset pool (zero sensordata).
         """
 
     @abc.abstractmethod

@@ -1,5 +1,5 @@
 """patches/SWAP.md, run as written: every ``python train.py`` line of the guide, against a project
-laid out as the guide shows (its own renamed task file, its assets folder, its task module)."""
+laid out as the guide shows (upstream's file names with its own values, its assets folder)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "patches" / "SWAP.md"
-FAST = ["train.params.config.minibatch_size=512", "train.params.config.horizon_length=8"]
+PROJECT_ENVS, PROJECT_HORIZON = 64, 8  # the project's own values (bundled Ant: 4096, 16)
 
 
 def guide_commands() -> list[str]:
@@ -27,27 +28,21 @@ def guide_commands() -> list[str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    """An IsaacGymEnvs-style project: MyAnt.yaml / MyAntPPO.yaml (renamed from upstream's Ant
-    files), the model under assets/ and the module mapping MyAnt onto the suite's Ant rules."""
+    """An IsaacGymEnvs fork: upstream's file names (Ant.yaml, AntPPO.yaml) with its own values,
+    and the model under assets/."""
     root = tmp_path_factory.mktemp("project")
     (root / "cfg" / "task").mkdir(parents=True)
     (root / "cfg" / "train").mkdir()
     task = (ROOT / "cfg" / "task" / "Ant.yaml").read_text()
-    (root / "cfg" / "task" / "MyAnt.yaml").write_text(
-        re.sub(r"(?m)^name: Ant$", "name: MyAnt", task)
-    )
+    task = re.sub(r"(numEnvs: \$\{resolve_default:)\d+", rf"\g<1>{PROJECT_ENVS}", task)
+    (root / "cfg" / "task" / "Ant.yaml").write_text(task)
     train = (ROOT / "cfg" / "train" / "AntPPO.yaml").read_text()
-    (root / "cfg" / "train" / "MyAntPPO.yaml").write_text(
-        train.replace("resolve_default:Ant,", "resolve_default:MyAnt,")
-    )
+    train = re.sub(r"(?m)^(\s+horizon_length:).*$", rf"\1 {PROJECT_HORIZON}", train)
+    train = re.sub(r"(?m)^(\s+minibatch_size:).*$", r"\1 512", train)
+    (root / "cfg" / "train" / "AntPPO.yaml").write_text(train)
     (root / "assets" / "mjcf").mkdir(parents=True)
     model = (ROOT / "tasks" / "assets" / "ant.xml").read_text()
     (root / "assets" / "mjcf" / "nv_ant.xml").write_text(model)
-    (root / "my_gmi_tasks.py").write_text(
-        "from isaacgymenvs_gmi import register_task\n"
-        "from isaacgymenvs_gmi.tasks import Ant\n\n"
-        'register_task("MyAnt", Ant)\n'
-    )
     return root
 
 
@@ -75,11 +70,15 @@ def test_the_guide_has_a_training_and_a_playing_command():
 
 def test_the_guides_commands_train_and_play_a_projects_task(project, tmp_path):
     train, play = guide_commands()
-    proc = _run(train, project, tmp_path, ["num_envs=64", "max_iterations=2", *FAST])
+    proc = _run(train, project, tmp_path, ["max_iterations=2"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(re.findall(r"^GMI (\d): node ", proc.stdout, re.M)) == ["0", "1"]
-    assert "Ant: 64 envs, mujoco backend" in proc.stderr  # the suite's Ant rules, our model
-    (checkpoint,) = tmp_path.glob("MyAnt*/nn/last_*.pth")
+    assert f"Ant: {PROJECT_ENVS} envs, mujoco backend" in proc.stderr  # the project's numEnvs
+    assert f"task Ant from {project / 'cfg' / 'task' / 'Ant.yaml'}" in proc.stderr
+    assert f"train AntPPO from {project / 'cfg' / 'train' / 'AntPPO.yaml'}" in proc.stderr
+    (checkpoint,) = tmp_path.glob("Ant*/nn/last_*.pth")
+    frames = torch.load(checkpoint, map_location="cpu", weights_only=False)["frame"]
+    assert frames == 2 * PROJECT_ENVS * PROJECT_HORIZON * 2  # 2 epochs of the project's horizon
     played = _run(
         play.replace("$CHECKPOINT", str(checkpoint)), project, tmp_path, ["max_iterations=2"]
     )

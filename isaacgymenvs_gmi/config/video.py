@@ -1,5 +1,12 @@
 """Video capture settings: IsaacGymEnvs' ``capture_video``, ``capture_video_freq`` and
-``capture_video_len``, validated at the edge."""
+``capture_video_len``, validated at the edge.
+
+Upstream hands the two integers to gym's ``RecordVideo`` (a step trigger ``step % freq == 0``
+and ``video_length=len``) and so accepts any length, also one longer than the period (a
+recording then runs to its end and the next one starts at the next multiple of ``freq``), and
+``len=0``, which records until env 0's episode ends. Refused: a period below 1 (upstream divides
+by it), a negative length, and anything that is not an integer.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +19,9 @@ from .errors import ConfigError
 
 @dataclass(frozen=True)
 class VideoSettings:
-    """``capture``: record env 0; a video of ``length`` env steps starts every ``every`` env
-    steps (at steps 0, every, 2 * every, ...), as upstream's step trigger has it."""
+    """``capture``: record env 0; a video of ``length`` env steps (0: until env 0's episode
+    ends) starts every ``every`` env steps (at steps 0, every, 2 * every, ...) unless one is
+    still being recorded, as upstream's step trigger has it."""
 
     capture: bool = False
     every: int = 1464
@@ -25,9 +33,5 @@ class VideoSettings:
         if not isinstance(capture, bool):
             raise ConfigError("capture_video", capture, "must be True or False")
         every = check_int("capture_video_freq", select(cfg, "capture_video_freq", 1464), minimum=1)
-        length = check_int("capture_video_len", select(cfg, "capture_video_len", 100), minimum=1)
-        if capture and length > every:
-            raise ConfigError(
-                "capture_video_len", length, f"must be <= capture_video_freq ({every})"
-            )
+        length = check_int("capture_video_len", select(cfg, "capture_video_len", 100), minimum=0)
         return cls(capture, every, length)

@@ -19,6 +19,7 @@ import torch
 
 from isaacgymenvs_gmi.config.errors import ConfigError
 
+from .gymnasium_view import GymnasiumView
 from .preflight import TaskFootprint
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,11 @@ class ForeignVecTask:
         if count == 0:
             return None, None
         return total_return / count, total_length / count
+
+    def as_gymnasium(self) -> GymnasiumView:
+        """These envs under gymnasium's ``Env`` API (five-value ``step``); ``render()`` is the
+        wrapped env's ``render(mode="rgb_array")``."""
+        return GymnasiumView(self)
 
     def close(self) -> None:
         own = getattr(self.env, "close", None)

@@ -20,8 +20,10 @@ from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
+from .gymnasium_view import GymnasiumView
 from .model import compile_task_model
 from .noise import EnvNoise
+from .render import OffscreenRenderer
 from .step_logic import StepLogic, StepOutput
 from .video import VideoRecorder
 from .world_params import WorldParams
@@ -63,6 +65,12 @@ class VecTask:
 
     ``step(actions (N, A)) -> (obs_dict {'obs': (N, num_obs)}, rew (N,), reset (N,) long,
     extras {'time_outs': (N,) bool, 'episode_return', 'episode_length'})``, all on rl_device.
+    ``time_outs`` is a bool tensor as upstream's: its ``VecTask.step`` publishes
+    ``(progress_buf >= max_episode_length - 1) & (reset_buf != 0)`` moved to rl_device (only the
+    buffer allocated before the first step is long there).
+
+    ``render(mode="rgb_array")`` draws env 0 as an (H, W, 3) uint8 image; :meth:`as_gymnasium`
+    is the same envs under gymnasium's ``Env`` API, for its wrappers (``RecordVideo``).
 
     ``states_for_critic``: also publish ``obs_dict['states']`` (N, num_states) for a central value
     net; a task without privileged states hands the critic the actor's observations.
@@ -91,6 +99,7 @@ class VecTask:
         self.task = task_cls(env_cfg, timing.dt, ModelInfo.from_model(model))
         self.model = model  # the task's compiled model (every world's, before randomisation)
         self.video: VideoRecorder | None = None  # env 0 on video: attach_video
+        self._renderer: OffscreenRenderer | None = None  # render()'s, made on its first call
         self.num_environments = int(env_cfg["numEnvs"])
         self.num_agents = 1
         self.num_observations = self.task.num_obs
@@ -103,13 +112,24 @@ class VecTask:
         self.control_freq_inv = timing.control_freq_inv
         self.dt = timing.dt
         self.clip_obs = float(env_cfg.get("clipObservations", np.inf))
+        # upstream's defaults: no clipping where a task file sets none (suite files set 1.0)
         self.clip_actions = float(env_cfg.get("clipActions", np.inf))
+        if "clipActions" not in env_cfg:
+            log.info("%s: task.env.clipActions not set: actions are not clipped", config["name"])
         self.sim_device = sim_device
         self.rl_device = rl_device
         self.device = sim_device  # IsaacGymEnvs' name for the simulation device
         self.graphics_device_id = graphics_device_id
         self.headless = headless
         self._torch_rl_device = torch.device(rl_device)
+        fps = max(1, round(1.0 / (self.dt * self.control_freq_inv)))  # env steps per second
+        self.render_mode = "rgb_array"  # what render() draws (gymnasium's RecordVideo reads it)
+        self.metadata = {  # gymnasium's keys and old gym's, for either RecordVideo
+            "render_modes": ["rgb_array"],
+            "render_fps": fps,
+            "render.modes": ["rgb_array"],
+            "video.frames_per_second": fps,
+        }
 
         self.obs_space = gym.spaces.Box(-np.inf, np.inf, (self.num_obs,), np.float32)
         self.state_space = gym.spaces.Box(-np.inf, np.inf, (max(self.num_states, 0),), np.float32)
@@ -201,7 +221,8 @@ class VecTask:
         physics_steps = self.control_steps * self.control_freq_inv
         if self.video is not None and self.video.wants(self.control_steps):
             qpos, qvel = self.backend.physics_state()
-            self.video.add(self.control_steps, qpos[0], qvel[0])
+            ended = bool(self.reset_buf[0])
+            self.video.add(self.control_steps, qpos[0], qvel[0], episode_ended=ended)
         if self.world_params is not None:
             update = self.world_params.after_step(physics_steps, self._finished)
             if update is not None:
@@ -244,6 +265,24 @@ class VecTask:
             return None, None
         return total_return / count, total_length / count
 
+    def render(self, mode: str = "rgb_array") -> np.ndarray | None:
+        """Env 0 as it is now, drawn headless by MuJoCo: a fresh (H, W, 3) uint8 image (480,
+        640), top row first. ``mode="human"`` draws nothing (there is no viewer, as upstream's
+        headless envs) and returns None. Raises :class:`~.render.RendererUnavailable` where no
+        OpenGL context can be made."""
+        if mode == "human":
+            return None
+        if mode != "rgb_array":
+            raise ValueError(f"render(mode={mode!r}): the modes are 'rgb_array' and 'human'")
+        if self._renderer is None:
+            self._renderer = OffscreenRenderer(self.model)
+        qpos, qvel = self.backend.physics_state()
+        return self._renderer.render(qpos[0], qvel[0])
+
+    def as_gymnasium(self) -> GymnasiumView:
+        """These envs under gymnasium's ``Env`` API (five-value ``step``), for its wrappers."""
+        return GymnasiumView(self)
+
     def attach_video(self, video: VideoRecorder) -> None:
         """Record env 0 from the next step on (``capture_video``)."""
         self.video = video
@@ -251,6 +290,9 @@ class VecTask:
     def close(self) -> None:
         if self.video is not None:
             self.video.close()
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
         self.backend.close()
 
     # --- internals --------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Videos of env 0 during a run: IsaacGymEnvs' ``capture_video`` as an mp4 per recording.
 
-A recording starts at every ``every``-th env step (0, every, 2 * every, ...) and holds the
-frames after ``length`` consecutive steps; it is written to ``rl-video-step-<start>.mp4`` in the
-video folder through a temporary name, so a run that stops midway leaves no partial file.
+A recording starts at every ``every``-th env step (0, every, 2 * every, ...) when none is under
+way, and holds the frames after ``length`` consecutive steps (``length`` 0: the steps until env
+0's episode ends); it is written to ``rl-video-step-<start>.mp4`` in the video folder through a
+temporary name, so a run that stops midway leaves no partial file.
 """
 
 from __future__ import annotations
@@ -75,8 +76,15 @@ class VideoRecorder:
         """Whether the state after env step ``step`` (1, 2, ...) goes into a video."""
         return self._writer is not None or (step - 1) % self.settings.every == 0
 
-    def add(self, step: int, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """Env 0's state (qpos (nq,), qvel (nv,)) after env step ``step``."""
+    def add(
+        self, step: int, qpos: np.ndarray, qvel: np.ndarray, episode_ended: bool = False
+    ) -> None:
+        """Env 0's state (qpos (nq,), qvel (nv,)) after env step ``step``; ``episode_ended``:
+        env 0's episode ended in that step (the state is already the next episode's first)."""
+        if self._writer is not None and self.settings.length == 0 and episode_ended:
+            self._finish()  # a whole episode: this state belongs to the next one
+            if (step - 1) % self.settings.every != 0:
+                return
         if self._writer is None:
             self._start = step - 1
             folder = Path(self.folder())

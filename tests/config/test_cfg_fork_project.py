@@ -28,7 +28,7 @@ def fork(tmp_path_factory) -> Path:
     (cfg / "task").mkdir(parents=True)
     (cfg / "train").mkdir()
     task = (ROOT / "cfg" / "task" / "Cartpole.yaml").read_text()
-    task = re.sub(r"(?m)^(\s+numEnvs:).*$", rf"\1 {FORK_ENVS}", task, count=1)
+    task = re.sub(r"(numEnvs: \$\{resolve_default:)\d+", rf"\g<1>{FORK_ENVS}", task)
     (cfg / "task" / "Cartpole.yaml").write_text(task)
     train = (ROOT / "cfg" / "train" / "CartpolePPO.yaml").read_text()
     train = re.sub(r"(?m)^(\s+horizon_length:).*$", rf"\1 {FORK_HORIZON}", train)

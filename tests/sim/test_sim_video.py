@@ -69,17 +69,49 @@ def test_a_run_records_into_its_run_folder(tmp_path):
     [
         (["capture_video=maybe"], "capture_video"),
         (["capture_video=True", "capture_video_freq=0"], "capture_video_freq"),
-        (["capture_video=True", "capture_video_len=0"], "capture_video_len"),
-        (
-            ["capture_video=True", "capture_video_freq=10", "capture_video_len=11"],
-            "capture_video_len",
-        ),  # fmt: skip
+        (["capture_video=True", "capture_video_freq=1.5"], "capture_video_freq"),
+        (["capture_video=True", "capture_video_len=-1"], "capture_video_len"),
+        (["capture_video=True", "capture_video_len=2.5"], "capture_video_len"),
+        (["capture_video=True", "capture_video_len=abc"], "capture_video_len"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_key(compose_cfg, overrides, key):
     with pytest.raises(ConfigError) as refused:
         plan_run(compose_cfg("task=Cartpole", *overrides))
     assert refused.value.key == key
+
+
+@pytest.mark.parametrize(("freq", "length"), [(1, 20), (10, 11), (1464, 0)])
+def test_what_upstream_accepts_is_accepted(compose_cfg, freq, length):
+    """Upstream hands both integers to gym's RecordVideo: a video longer than the period, and
+    length 0 (until env 0's episode ends), are fine there."""
+    overrides = [f"capture_video_freq={freq}", f"capture_video_len={length}"]
+    plan = plan_run(compose_cfg("task=Cartpole", "capture_video=True", *overrides))
+    assert plan.video == VideoSettings(True, freq, length)
+
+
+def _record(tmp_path, settings: VideoSettings, steps: int) -> dict[str, int]:
+    """Ant (episodes of 5 steps) on video for ``steps`` steps: frames of each video file."""
+    cfg = copy.deepcopy(load_task_cfg("Ant", 2, episodeLength=6))
+    env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(num_threads=1))
+    env.attach_video(VideoRecorder(env.model, settings, 60, lambda: tmp_path))
+    for _ in range(steps):
+        env.step(torch.zeros(2, env.num_actions))
+    env.close()
+    return {p.name: len(_frames(p)) for p in sorted(tmp_path.iterdir())}
+
+
+def test_a_video_longer_than_the_period_runs_to_its_end(tmp_path):
+    # every step may start one: videos from 0 (steps 1-4) and 4 (5-8); the one from 8 is cut
+    videos = _record(tmp_path, VideoSettings(True, 1, 4), 10)
+    assert videos == {"rl-video-step-0.mp4": 4, "rl-video-step-4.mp4": 4}
+
+
+def test_length_0_records_until_env_0s_episode_ends(tmp_path):
+    # episodes end at steps 5, 10, 15: from 0 the states after steps 1-4 (the one after step 5
+    # is the next episode's first), from 10 those after 11-14
+    videos = _record(tmp_path, VideoSettings(True, 10, 0), 16)
+    assert videos == {"rl-video-step-0.mp4": 4, "rl-video-step-10.mp4": 4}
 
 
 def test_without_a_renderer_or_an_encoder_it_is_refused_naming_capture_video(

@@ -3,7 +3,8 @@
 obs (3) = [cos angle, sin angle, angular velocity]; action (1) = torque / maxTorque. The angle is
 0 upright. Reward -(angle^2 + 0.1 velocity^2 + 0.001 torque^2), angle wrapped to [-pi, pi];
 no early termination: episodes end at ``episodeLength`` steps. With maxTorque below the pole's
-gravity torque (m g l / 2 = 2.45 N m) it must pump energy before it can balance.
+gravity torque (m g l / 2 = 2.45 N m) it must pump energy before it can balance. It keeps no
+per-env buffers, so ``initial_carry`` and ``reset_carry`` keep their defaults.
 """
 
 from __future__ import annotations
@@ -40,17 +41,11 @@ class Pendulum(TaskLogic):
     def action_scale(self):
         return np.full(self.num_actions, self.max_torque)
 
-    def initial_carry(self, num_envs):
-        return ()
-
     def sample_reset(self, key, num_envs):
         ka, kv = jax.random.split(key)
         angle = jax.random.uniform(ka, (num_envs, 1), minval=-jnp.pi, maxval=jnp.pi)
         velocity = jax.random.uniform(kv, (num_envs, 1), minval=-1.0, maxval=1.0)
         return angle, velocity
-
-    def reset_carry(self, carry, frame, key):
-        return ()
 
     def observe(self, frame: PhysicsFrame, actions, carry):
         angle, velocity = frame.qpos[:, 0], frame.qvel[:, 0]
