@@ -111,3 +111,22 @@ def test_the_search_order_puts_every_user_source_before_the_bundled_folder(tmp_p
     rows = [r for r in proc.stdout.splitlines() if "file://" in r]
     assert [r.split("|")[1].strip() for r in rows] == ["user", "user", "main"]
     assert str(fork) in rows[0] and str(other) in rows[1]
+
+
+def test_a_primary_configs_own_searchpath_comes_before_the_bundled_folder(tmp_path):
+    from isaacgymenvs_gmi.config.sources import ConfigFlags, bundled_config_dir, resolve_sources
+
+    own, listed, typed = tmp_path / "own", tmp_path / "listed", tmp_path / "typed"
+    for folder in (own, listed, typed):
+        folder.mkdir()
+    (own / "config.yaml").write_text(f"hydra:\n  searchpath: [file://{listed}]\n")
+    bundled = f"file://{bundled_config_dir()}"
+    sources = resolve_sources(ConfigFlags(config_path=str(own)), ["task=Ant"])
+    assert sources.entries == (f"file://{own}", f"file://{listed}", bundled)
+    assert sources.foreign_primary  # no gmi group in its defaults: completed with ours
+    assert sources.hydra_args[:2] == ["+gmi=default", "+plugin=defaults"]
+    # a searchpath typed on the command line replaces the primary config's, as in Hydra
+    typed_arg = f"hydra.searchpath=[file://{typed}]"
+    sources = resolve_sources(ConfigFlags(config_path=str(own)), ["task=Ant", typed_arg])
+    assert sources.entries == (f"file://{own}", f"file://{typed}", bundled)
+    assert typed_arg not in sources.hydra_args  # given to Hydra as search path entries instead
