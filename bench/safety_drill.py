@@ -100,7 +100,7 @@ def run_scenario(s: Scenario, work: Path) -> dict:
     reader.start()
     children: set[int] = set()
     acted = None
-    epoch_line = re.compile(r"\[GMI x\d\] epoch" if s.gmis > 1 else r"epoch \d+  frames")
+    epoch_line = re.compile(r"\[GMI x\d+\] epoch")
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
         try:

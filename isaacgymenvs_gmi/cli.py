@@ -73,13 +73,19 @@ def _say_sources(cfg, sources) -> None:
 
 
 def _train(cfg) -> None:
+    """Run ``cfg``; a training run ends with one closing line on stderr (why it ended, frames,
+    wall time, final checkpoint), a failed or stopped one with an exit code."""
+    import time
+
     from isaacgymenvs_gmi.api import run
     from isaacgymenvs_gmi.config import ConfigError
+    from isaacgymenvs_gmi.console import closing_line, launcher_rank
     from isaacgymenvs_gmi.gmi.spawn import GmiFailure, GmiInterrupted
-    from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code, signal_name
+    from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code
     from isaacgymenvs_gmi.planner import NoRunnableCandidate
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
+    started = time.monotonic()
     try:
         result = run(cfg)  # auto searched, validated, launched: the same call pipelines make
     except (ConfigError, AssetNotFoundError) as e:
@@ -94,11 +100,9 @@ def _train(cfg) -> None:
     except KeyboardInterrupt:
         print("stopped by SIGINT", file=sys.stderr)
         sys.exit(130)
-    if result is not None and result.stopped_by is not None:
-        where = result.checkpoint or "none written"
-        print(
-            f"stopped by {signal_name(result.stopped_by)} after {result.frames:,} frames; "
-            f"final checkpoint: {where}",
-            file=sys.stderr,
-        )
+    if result is None:
+        return
+    if not cfg.get("test", False) and launcher_rank() == 0:  # under torchrun rank 0 says it
+        print(closing_line(result, time.monotonic() - started), file=sys.stderr, flush=True)
+    if result.stopped_by is not None:
         sys.exit(exit_code(result.stopped_by))

@@ -1,12 +1,15 @@
-"""A quiet console: library chatter dropped at our edge, library warnings said once per run.
+"""A quiet console: library chatter dropped at our edge, library warnings said once per run,
+and the lines a run says about itself (its progress timing, its closing line).
 
 rl-games prints its set-up steps with bare ``print`` (``self.seed = 42``, ``build mlp: 4``,
-``MAX EPOCHS NUM!``, ...) once per GMI, and JAX logs a warning for every accelerator plugin it
-cannot load (the TPU probe on every machine without one). None of it helps a user read their
-run, so while :func:`quiet_console` is active, lines written to ``sys.stdout`` pass through a
-line filter and the JAX probe warning is dropped from logging. The libraries' files are not
-touched; lines we do not know pass unchanged, and whole lines go out in a single write, so the
-GMIs sharing a terminal no longer interleave half lines.
+``MAX EPOCHS NUM!``, ...) once per GMI, JAX logs a warning for every accelerator plugin it
+cannot load (the TPU probe on every machine without one) and PyOpenGL says at INFO that its
+optional speed-ups are missing. None of it helps a user read their run, so while
+:func:`quiet_console` is active, lines written to ``sys.stdout`` pass through a line filter and
+those log records are dropped. Under a launcher that starts one process per rank (``torchrun``)
+only rank 0 logs below WARNING, so the launcher's lines appear once. The libraries' files are
+not touched; lines we do not know pass unchanged, and whole lines go out in a single write, so
+the GMIs sharing a terminal no longer interleave half lines.
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from isaacgymenvs_gmi.gmi.status import end_live
+
+if TYPE_CHECKING:
+    from isaacgymenvs_gmi.runners.result import RunResult
 
 # rl-games' set-up and shut-down chatter (its own progress and results lines are kept)
 NOISE = tuple(
@@ -43,9 +52,13 @@ NOISE = tuple(
 )
 # library warnings worth reading, but once per run: GMI 0 says them, the other GMIs do not
 ONCE_PER_RUN = (re.compile(r"^WARNING: Max (epochs|frames) reached before any env terminated"),)
-# JAX's probe of accelerator plugins that are not installed
-_JAX_PROBE = re.compile(r"Unable to initialize backend '(tpu|rocm)'")
-_JAX_LOGGER = "jax._src.xla_bridge"
+# library log records dropped: (logger, message)
+DROPPED_LOGS = (
+    # JAX's probe of accelerator plugins that are not installed
+    ("jax._src.xla_bridge", re.compile(r"Unable to initialize backend '(tpu|rocm)'")),
+    # PyOpenGL (imported for headless video) without its optional C speed-ups
+    ("OpenGL.acceleratesupport", re.compile(r"^No OpenGL_accelerate module loaded")),
+)
 
 
 def keeps(line: str, rank: int) -> bool:
@@ -71,6 +84,7 @@ class FilteredStdout(io.TextIOBase):
             *lines, self._partial = self._partial.split("\n")
             out = "".join(line + "\n" for line in lines if keeps(line, self.rank))
             if out:
+                end_live()
                 self.wrapped.flush()
                 os.write(self.wrapped.fileno(), out.encode(errors="replace"))
         return len(text)
@@ -79,6 +93,7 @@ class FilteredStdout(io.TextIOBase):
         """Write out what is left of an unfinished line (if the filter keeps it)."""
         rest, self._partial = self._partial, ""
         if rest and keeps(rest, self.rank):
+            end_live()
             self.wrapped.write(rest)
             self.wrapped.flush()
 
@@ -99,18 +114,50 @@ class FilteredStdout(io.TextIOBase):
         return getattr(self.wrapped, "encoding", "utf-8")
 
 
-class _DropJaxProbe(logging.Filter):
+class _DropMatching(logging.Filter):
+    def __init__(self, pattern: re.Pattern):
+        super().__init__()
+        self.pattern = pattern
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return not _JAX_PROBE.search(record.getMessage())
+        return not self.pattern.search(record.getMessage())
+
+
+class _RankZeroInfo(logging.Filter):
+    """On a handler: rank 0 shows every record, other ranks WARNING and above; a record shown
+    first ends an open progress line."""
+
+    def __init__(self, rank: int):
+        super().__init__()
+        self.rank = rank
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.rank != 0 and record.levelno < logging.WARNING:
+            return False
+        end_live()
+        return True
+
+
+def launcher_rank(environ: Mapping[str, str] | None = None) -> int:
+    """This process's rank when a launcher started one process per rank (torchrun sets
+    ``RANK``), else 0."""
+    environ = os.environ if environ is None else environ
+    try:
+        return int(environ.get("RANK", "0"))
+    except ValueError:
+        return 0
 
 
 @contextlib.contextmanager
-def quiet_console(rank: int = 0) -> Iterator[None]:
-    """Filter this process's stdout and JAX's probe warning for the duration; nested uses and
-    streams without a file descriptor (a test's captured stdout) are left as they are."""
-    logger = logging.getLogger(_JAX_LOGGER)
-    probe_filter = _DropJaxProbe()
-    logger.addFilter(probe_filter)
+def quiet_console(rank: int | None = None) -> Iterator[None]:
+    """Filter this process's stdout and the libraries' log chatter for the duration; nested uses
+    and streams without a file descriptor (a test's captured stdout) are left as they are.
+    ``rank``: the GMI this process runs (default: the launcher's rank, else 0)."""
+    rank = launcher_rank() if rank is None else rank
+    dropped = [(logging.getLogger(name), _DropMatching(p)) for name, p in DROPPED_LOGS]
+    ranked = [(h, _RankZeroInfo(rank)) for h in logging.getLogger().handlers]
+    for owner, f in (*dropped, *ranked):
+        owner.addFilter(f)
     stdout = sys.stdout
     try:
         stdout.fileno()
@@ -127,4 +174,55 @@ def quiet_console(rank: int = 0) -> Iterator[None]:
             filtered.release()
             if sys.stdout is filtered:
                 sys.stdout = stdout
-        logger.removeFilter(probe_filter)
+        for owner, f in (*dropped, *ranked):
+            owner.removeFilter(f)
+
+
+# --- what a run says about itself ---------------------------------------------------------------
+ENDINGS = {
+    "max_epochs": "max_epochs reached",
+    "max_frames": "max_frames reached",
+    "score_to_win": "score_to_win reached",
+}
+
+
+def clock(seconds: float) -> str:
+    """``m:ss``, or ``h:mm:ss`` from an hour on."""
+    minutes, secs = divmod(int(max(seconds, 0.0) + 0.5), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def duration(seconds: float) -> str:
+    """``12.3 s`` under a minute, else :func:`clock`."""
+    return f"{seconds:.1f} s" if seconds < 59.95 else clock(seconds)
+
+
+def timing(elapsed_s: float, eta_s: float | None) -> str:
+    """``elapsed 1:05, ETA 2:10`` (no ETA where the run has no limit)."""
+    eta = "" if eta_s is None else f", ETA {clock(eta_s)}"
+    return f"elapsed {clock(elapsed_s)}{eta}"
+
+
+def progress_bar(fraction: float, width: int = 20) -> str:
+    """``[#####...............]  25%``."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    filled = int(fraction * width)
+    return f"[{'#' * filled}{'.' * (width - filled)}] {fraction * 100:3.0f}%"
+
+
+def closing_line(result: RunResult, wall_s: float) -> str:
+    """The run's last line: why it ended, its frames, wall time and final checkpoint (left out
+    for a run without a run folder, e.g. serving)."""
+    from isaacgymenvs_gmi.gmi.stop import signal_name
+
+    if result.stopped_by is not None:
+        reason = f"stopped by {signal_name(result.stopped_by)}"
+    elif result.ended_by in ENDINGS:
+        reason = f"training done: {ENDINGS[result.ended_by]}"
+    else:
+        reason = "done" if result.experiment_dir is None else "training done"
+    line = f"{reason} after {result.frames:,} frames in {duration(wall_s)}"
+    if result.checkpoint is not None or result.experiment_dir is not None:
+        line += f"; final checkpoint: {result.checkpoint or 'none written'}"
+    return line

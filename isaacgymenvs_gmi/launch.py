@@ -30,6 +30,7 @@ from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
 from isaacgymenvs_gmi.config.sources import bundled_config_dir
+from isaacgymenvs_gmi.config.upstream_switches import not_applied
 from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
@@ -331,12 +332,17 @@ def _inventory(cuda: bool) -> Inventory:
 
 def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
     """Execute ``plan``; returns GMI 0's result (None on ranks other than 0 under torchrun)."""
-    with quiet_console(0):
+    with quiet_console():  # GMI 0's console, or under torchrun this rank's
         return _run(cfg, plan or plan_run(cfg))
 
 
 def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
     report_ignored_keys(cfg, log)
+    devices = len(plan.layout.mpl())
+    for line in not_applied(
+        cfg, under_torchrun=plan.under_torchrun, gmis=plan.world_size, devices=devices
+    ):
+        log.info(line)
     body = body_for("sync" if plan.test else plan.mode)  # test=True plays in one process
     if plan.under_torchrun:
         return gmi_main(plan, body)

@@ -106,14 +106,24 @@ class GmiGroup:
 
     def check_same(self, modules: list[torch.nn.Module], what: str) -> None:
         """Raise unless every GMI holds bit-identical parameters and buffers (weights and
-        normaliser statistics) in ``modules``: the replica fingerprint check."""
-        mine = torch.cat([fingerprint(m) for m in modules])
-        prints = self.all_gather_vector(mine, what + " fingerprint")
+        normaliser statistics) in ``modules``: the replica fingerprint check. GMI 0 says each
+        module's fingerprint, labelled (:func:`replica_names`)."""
+        names = replica_names(modules)
+        mine = torch.stack([fingerprint(m) for m in modules])  # (modules, 2)
+        prints = self.all_gather_vector(mine, what + " fingerprint")  # (GMIs, modules, 2)
         if not torch.equal(prints, prints[:1].expand_as(prints)):
-            raise RuntimeError(f"GMIs diverged at '{what}': fingerprints {prints.tolist()}")
+            differ = (prints != prints[:1]).any(-1)  # (GMIs, modules)
+            found = "; ".join(
+                f"GMI {g} differs from GMI 0 in "
+                + ", ".join(n for n, d in zip(names, row, strict=True) if d)
+                for g, row in enumerate(differ.tolist())
+                if any(row)
+            )
+            raise RuntimeError(f"GMIs diverged at '{what}': {found}")
         if self.rank == 0:
-            hexes = " ".join(f"{v & (2**64 - 1):016x}" for v in mine.tolist())
-            say(f"replicas identical at '{what}' on {self.world_size} GMIs: {hexes}")
+            pairs = zip(names, mine, strict=True)
+            labelled = ", ".join(f"{n}={fingerprint_hex(p)}" for n, p in pairs)
+            say(f"replicas identical at '{what}' on {self.world_size} GMIs: {labelled}")
 
     # --- small collectives -------------------------------------------------------------------
     def sum_(self, t: torch.Tensor, what: str) -> None:
@@ -147,6 +157,24 @@ def fingerprint(module: torch.nn.Module) -> torch.Tensor:
     for t in (*module.parameters(), *module.buffers()):
         digest.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
     return torch.frombuffer(bytearray(digest.digest()), dtype=torch.int64)
+
+
+def fingerprint_hex(print_: torch.Tensor) -> str:
+    """A :func:`fingerprint` as its 32 hex digits."""
+    return "".join(f"{v & (2**64 - 1):016x}" for v in print_.tolist())
+
+
+def replica_names(modules: list[torch.nn.Module]) -> list[str]:
+    """Labels for the fingerprints of a learner's replicated modules, in the order
+    ``ReplicatedPpo.replicas()`` gives them: ``model`` (the actor-critic network with its
+    normalisers), ``critic`` (rl-games' central value net), then ``module<i>``."""
+    names = []
+    for i, m in enumerate(modules):
+        if type(m).__name__ == "CentralValueTrain":
+            names.append("critic")
+        else:
+            names.append("model" if i == 0 else f"module{i}")
+    return names
 
 
 def _unflatten(flat: torch.Tensor, tensors: list[torch.Tensor]) -> None:

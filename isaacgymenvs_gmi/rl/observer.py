@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import logging
-
 import torch
 from rl_games.common.algo_observer import AlgoObserver
-
-log = logging.getLogger(__name__)
 
 
 class EpisodeStatsObserver(AlgoObserver):
     """Averages ``extras['episode_return'/'episode_length']`` of episodes that ended.
 
     Writes ``episode/reward`` and ``episode/length`` (per frame, epoch and wall time) each time
-    rl-games prints its statistics, and keeps the latest means for callers (``mean_reward``).
+    rl-games writes its statistics, and keeps the latest means for callers (``mean_reward``).
+    The console shows them on the run's progress line, not here.
     """
 
-    def __init__(self, verbose: bool = True) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.verbose = verbose
         self.algo = None
         self.writer = None
         self._sums = torch.zeros(2, dtype=torch.float64)
@@ -55,15 +51,6 @@ class EpisodeStatsObserver(AlgoObserver):
         self._count = 0
         self.mean_reward, self.mean_length = reward, length
         self.history.append((int(frame), float(total_time), reward))
-        if self.verbose:
-            log.info(
-                "epoch %d  frames %d  time %.1fs  mean episode reward %.2f  length %.1f",
-                epoch_num,
-                frame,
-                total_time,
-                reward,
-                length,
-            )
         if self.writer is not None:
             for tag, value in (("episode/reward", reward), ("episode/length", length)):
                 self.writer.add_scalar(tag, value, frame)

@@ -14,6 +14,8 @@ class RunResult:
     history: list[tuple[int, float, float]] = field(default_factory=list)
     # (frame, wall time s, mean reward) per report, training only
     stopped_by: int | None = None  # the signal that ended training early (graceful stop)
+    ended_by: str | None = None  # else the limit that ended it: "max_epochs", "max_frames",
+    # "score_to_win" (None: not known)
     checkpoint: str | None = None  # the checkpoint GMI 0 wrote last
     rates: dict[str, float] = field(default_factory=dict)
     # throughput over the last window without warm-up, per second, all GMIs: "pps"

@@ -15,7 +15,7 @@ CRITIC = (
     "mlp:{units:[32,32],activation:elu,d2rl:false,initializer:{name:default},"
     "regularizer:{name:None}}}}"
 )
-IDENTICAL = re.compile(r"replicas identical at '([^']+)' on (\d+) GMIs: ([0-9a-f ]+)$", re.M)
+IDENTICAL = re.compile(r"replicas identical at '([^']+)' on (\d+) GMIs: ([a-z0-9=, ]+)$", re.M)
 
 
 def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value_net(tmp_path):
@@ -33,8 +33,9 @@ def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value
     }, proc.stdout[-3000:]
     assert all(n == 2 for n, _ in checks.values())
     assert len({prints for _, prints in checks.values()}) == 4  # the weights did move
-    # actor and critic: two modules, two 64-bit words each
-    assert all(len(prints.split()) == 4 for _, prints in checks.values())
+    # actor-critic model and central value critic, labelled, 128 bits each
+    labelled = re.compile(r"^model=[0-9a-f]{32}, critic=[0-9a-f]{32}$")
+    assert all(labelled.match(prints) for _, prints in checks.values()), checks
     synced = (
         "normaliser statistics synchronised across GMIs: "
         "observations, critic states, values, advantages"

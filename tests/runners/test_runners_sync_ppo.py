@@ -66,10 +66,12 @@ class RecordingWriter:
 def test_telemetry_shows_and_logs_throughput_from_numbers():
     gathered = torch.tensor([[1000.0], [500.0], [250.0]])  # three GMIs' env steps/s
     stream, writer = io.StringIO(), RecordingWriter()
-    telemetry = EpochTelemetry(100, 10, 0, lambda x, what: gathered, stream=stream)
+    clock = iter([0.0, 4.0]).__next__  # started at 0 s, epoch 2 ended at 4 s
+    telemetry = EpochTelemetry(100, 10, 0, lambda x, what: gathered, stream=stream, clock=clock)
     telemetry.record(epoch=2, max_epochs=5, epoch_seconds=1.0, reward=12.345, writer=writer)
     assert stream.getvalue() == (
-        "[GMI x3] epoch 2/5 frames 6,000 | 1,750 env steps/s (1.0k 0.5k 0.2k) | mean reward 12.3\n"
+        "[GMI x3] epoch 2/5 frames 6,000 | 1,750 env steps/s (1.0k 0.5k 0.2k) | mean reward 12.3"
+        " | elapsed 0:04, ETA 0:03\n"  # 3 epochs left at this epoch's 1 s
     )
     assert ("gmi/env_steps_per_s_total", 1750.0, 6000) in writer.scalars
     assert ("gmi/env_steps_per_s_gmi2", 250.0, 6000) in writer.scalars

@@ -8,6 +8,8 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from isaacgymenvs_gmi.console import timing
+
 WINDOW_S = 10.0
 
 
@@ -47,14 +49,23 @@ def progress_line(
     queue_depth: int,
     dropped: int,
     reward: float | None,
+    elapsed_s: float | None = None,
 ) -> str:
+    """The lead trainer's line; ``elapsed_s``: training so far, which with the epochs done and
+    left gives the ETA."""
     lo, mean, hi = lag
     lag_text = "-" if mean is None else f"{lo}/{mean:.2f}/{hi}"
     actors = " ".join(f"{v:,.0f}" for _, v in sorted(rates.per_actor.items()))
     reward_text = "-" if reward is None else f"{reward:.2f}"
     epochs = f"{epoch}/{max_epochs}" if max_epochs > 0 else str(epoch)
-    return (
+    line = (
         f"epoch {epochs} | PPS {rates.pps:,.0f} (actors {actors}) | TTOP {rates.ttop:,.0f} | "
         f"lag min/mean/max {lag_text} | queue {queue_depth} | dropped {dropped:,} | "
         f"reward {reward_text}"
     )
+    if elapsed_s is None:
+        return line
+    eta = None
+    if max_epochs > 0 and epoch > 0:
+        eta = elapsed_s / epoch * max(max_epochs - epoch, 0)
+    return f"{line} | {timing(elapsed_s, eta)}"

@@ -15,7 +15,6 @@ import torch
 from isaacgymenvs_gmi.channels import Batcher, Collector, Ledger, balance_line, flatten
 from isaacgymenvs_gmi.channels.route import ACTOR_PID, ACTOR_STATE, PRODUCED_TRANSITIONS, STOPPED
 from isaacgymenvs_gmi.gmi.status import say
-from isaacgymenvs_gmi.gmi.stop import signal_name
 from isaacgymenvs_gmi.runners.result import RunResult
 
 from .links import TrainerLinks
@@ -217,6 +216,7 @@ class TrainerLoop:
                 depth,
                 dropped,
                 reward,
+                elapsed_s=total,
             )
         )
 
@@ -266,12 +266,7 @@ class TrainerLoop:
         checkpoint = self.save_last()
         agent = self.agent
         if self.lead:
-            say(line)
-            if self.stopped_by is not None:
-                say(
-                    f"stopped by {signal_name(self.stopped_by)} after {agent.frame} frames; "
-                    f"final checkpoint: {checkpoint}"
-                )
+            say(line)  # the closing line (reason, frames, checkpoint) comes from the launcher
             agent.writer.close()  # flush the summaries
         return RunResult(
             mean_reward=self.mean_reward,

@@ -39,8 +39,13 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
         before_epoch: EpochHook = no_fault,
         should_stop: StopCheck = never_stop,
     ):
-        super().__init__(base_name, params, should_stop=should_stop, before_epoch=before_epoch)
-        self.telemetry = telemetry
+        super().__init__(
+            base_name,
+            params,
+            should_stop=should_stop,
+            before_epoch=before_epoch,
+            telemetry=telemetry,
+        )
         group = self.group = lockstep.group
         swapped = self.replicate(lockstep)
         announce(group, swapped)
@@ -57,18 +62,13 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
     def train_epoch(self):
         if self.epoch_num % CHECK_EVERY == 0:  # before the first update, then periodically
             self.group.check_same(self.replicas(), f"after {self.epoch_num} epochs")
-        result = super().train_epoch()  # includes the (collective) stop check
+        return super().train_epoch()  # with end_epoch and the stop check (both collective)
+
+    def end_epoch(self, result) -> None:
+        """Every GMI's frames and episodes counted, then the progress line (collective)."""
         self.curr_frames *= self.group.world_size  # every GMI played as many frames as this one
         self.lockstep.merge_episode_meters(self)
-        meter = self.game_rewards
-        self.telemetry.record(
-            epoch=self.epoch_num,
-            max_epochs=self.max_epochs,
-            epoch_seconds=float(result[3]),  # rl-games: step, play, update, total times
-            reward=float(meter.get_mean().reshape(-1)[0]) if meter.current_size else None,
-            writer=getattr(self, "writer", None),
-        )
-        return result
+        super().end_epoch(result)
 
     def save(self, fn):
         if self.group.rank == 0:

@@ -2,7 +2,8 @@
 
 With a group, the GMI first builds its gradient reduction (collective: every GMI in the same
 order) and trains with :class:`~.agent.GmiPpoAgent` in lockstep with the others; in one process
-it trains with rl-games' own agent, exactly as IsaacGymEnvs would.
+it trains with rl-games' own agent, exactly as IsaacGymEnvs would. Either way the progress line
+is ours (:mod:`.telemetry`), in place of rl-games' ``fps step`` line.
 """
 
 from __future__ import annotations
@@ -23,25 +24,24 @@ log = logging.getLogger(__name__)
 
 def run_sync_ppo(ctx: GmiContext) -> RunResult:
     """One GMI's training (or play) run; returns its :class:`RunResult`."""
-    lockstep = _lockstep(ctx) if ctx.group is not None else None
-    return _train(ctx, lockstep)
-
-
-def _lockstep(ctx: GmiContext) -> tuple[PpoLockstep, EpochTelemetry]:
-    """This GMI's gradient reduction, statistics merging and telemetry (collective)."""
-    from isaacgymenvs_gmi.runners.lockstep import build_lockstep
-
-    from .telemetry import EpochTelemetry
+    from .telemetry import EpochTelemetry, gather_one
 
     plan, group = ctx.plan, ctx.group
-    lockstep = build_lockstep(ctx, plan.layout, group)
+    lockstep = None
+    if group is not None:  # gradient reduction and statistics merging (collective)
+        from isaacgymenvs_gmi.runners.lockstep import build_lockstep
+
+        lockstep = build_lockstep(ctx, plan.layout, group)
     telemetry = EpochTelemetry(
-        plan.num_envs, plan.train.horizon_length, group.rank, group.all_gather_vector
+        plan.num_envs,
+        plan.train.horizon_length,
+        ctx.rank,
+        gather_one if group is None else group.all_gather_vector,
     )
-    return lockstep, telemetry
+    return _train(ctx, lockstep, telemetry)
 
 
-def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None) -> RunResult:
+def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTelemetry) -> RunResult:
     from rl_games.torch_runner import Runner
 
     from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
@@ -66,7 +66,7 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         num_threads=resources.threads,
     )
     envs: list[Any] = []  # VecTask or ForeignVecTask
-    observer = EpisodeStatsObserver(verbose=lockstep is None)
+    observer = EpisodeStatsObserver()
     wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
 
     def create_env(**_: Any) -> Any:
@@ -92,10 +92,9 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         num_envs=plan.num_envs,
         threads=resources.threads,
     )
-    if lockstep is not None:
-        params["config"]["print_stats"] = False  # the GMI progress line replaces it
-        if rank != 0:  # nothing of GMI i > 0 lands in the user's run folder
-            params["config"]["train_dir"] = ctx.scratch_dir
+    params["config"]["print_stats"] = False  # the progress line replaces rl-games' fps line
+    if lockstep is not None and rank != 0:  # nothing of GMI i > 0 lands in the user's run folder
+        params["config"]["train_dir"] = ctx.scratch_dir
     log.info(
         "%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s",
         plan.task_name,
@@ -109,11 +108,10 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
     if lockstep is not None:
         from .agent import GmiPpoAgent
 
-        steps, telemetry = lockstep
         runner.algo_factory.register_builder(
             "a2c_continuous",
             lambda **kw: GmiPpoAgent(
-                lockstep=steps,
+                lockstep=lockstep,
                 telemetry=telemetry,
                 before_epoch=ctx.before_epoch,
                 should_stop=ctx.should_stop,
@@ -126,7 +124,10 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         runner.algo_factory.register_builder(
             "a2c_continuous",
             lambda **kw: StoppableAgent(
-                should_stop=ctx.should_stop, before_epoch=ctx.before_epoch, **kw
+                should_stop=ctx.should_stop,
+                before_epoch=ctx.before_epoch,
+                telemetry=telemetry,
+                **kw,
             ),
         )
     runner.load({"params": params})
@@ -164,6 +165,7 @@ def _train(ctx: GmiContext, lockstep: tuple[PpoLockstep, EpochTelemetry] | None)
         experiment_dir=getattr(algo, "experiment_dir", None) if rank == 0 else None,
         history=observer.history,
         stopped_by=getattr(algo, "stopped_by", None),
+        ended_by=getattr(algo, "ended_by", None),
         checkpoint=getattr(algo, "last_checkpoint", None) if rank == 0 else None,
         epoch_rates=[frames_per_epoch / max(t, 1e-9) for t in getattr(algo, "epoch_seconds", [])],
     )

@@ -1,34 +1,55 @@
-"""Per-epoch throughput and device use across GMIs: gathered every epoch, shown by GMI 0.
+"""Per-epoch throughput, pace and device use across GMIs: gathered every epoch, shown by GMI 0.
 
-Every GMI contributes its env steps/s; GMI 0 prints a progress line (rewritten in place on a
-terminal), writes per-GMI and total env steps/s and, where NVML sees GPUs, their utilisation and
-memory to TensorBoard. It takes numbers, not an agent.
+Every GMI contributes its env steps/s; GMI 0 prints the progress line (the same at 1 GMI as at
+N: frames, env steps/s, mean reward, elapsed time and ETA; rewritten in place with a progress
+bar on a terminal), writes per-GMI and total env steps/s and, where NVML sees GPUs, their
+utilisation and memory to TensorBoard. It takes numbers, not an agent.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from isaacgymenvs_gmi.gmi.status import gpu_stats
+from isaacgymenvs_gmi.console import progress_bar, timing
+from isaacgymenvs_gmi.gmi.status import end_live, gpu_stats, show_live
 
 Gather = Callable[[torch.Tensor, str], torch.Tensor]  # (L,) -> (GMIs, L), GMI order
+PACE_WINDOW = 10  # recent epochs the ETA's pace is measured over
+
+
+def gather_one(x: torch.Tensor, what: str) -> torch.Tensor:
+    """The :data:`Gather` of a run of one GMI."""
+    return x.detach().cpu().unsqueeze(0)
 
 
 class EpochTelemetry:
-    """``gather``: every GMI's vector, in GMI order (``GmiGroup.all_gather_vector``)."""
+    """``gather``: every GMI's vector, in GMI order (``GmiGroup.all_gather_vector``, or
+    :func:`gather_one`); ``clock``: seconds, for elapsed time and the ETA."""
 
-    def __init__(self, num_envs_per_gmi: int, horizon: int, rank: int, gather: Gather, stream=None):
+    def __init__(
+        self,
+        num_envs_per_gmi: int,
+        horizon: int,
+        rank: int,
+        gather: Gather,
+        stream=None,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         self.frames_per_epoch = num_envs_per_gmi * horizon
         self.rank, self.gather = rank, gather
         self.stream = stream or sys.stdout
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.start = time.perf_counter()
+        self.clock = clock
+        self.start = clock()
         self.history: list[dict] = []
+        self._ends: deque[float] = deque(maxlen=PACE_WINDOW + 1)  # clock at recent epoch ends
 
     def record(
         self,
@@ -38,24 +59,34 @@ class EpochTelemetry:
         epoch_seconds: float,
         reward: float | None,
         writer: Any = None,
+        frames: int | None = None,
+        max_frames: int = -1,
     ) -> None:
         """After ``epoch`` (1-based) took ``epoch_seconds`` on this GMI; ``reward``: the mean
         episode reward over all GMIs (None before any episode ended); ``writer``: a TensorBoard
-        SummaryWriter (GMI 0) or None."""
+        SummaryWriter (GMI 0) or None; ``frames``: the run's env steps after this epoch (all
+        GMIs; default: counted from epoch 1); ``max_epochs``/``max_frames``: the limits, -1
+        for none."""
         mine = torch.tensor([self.frames_per_epoch / max(epoch_seconds, 1e-9)])
         per_gmi = self.gather(mine, "throughput").reshape(-1).tolist()
         if self.rank != 0:
             return
+        now = self.clock()
+        self._ends.append(now)
         total = sum(per_gmi)
         gpus = gpu_stats()
-        frames = epoch * self.frames_per_epoch * len(per_gmi)
+        per_epoch = self.frames_per_epoch * len(per_gmi)
+        if frames is None:
+            frames = epoch * per_epoch
+        left = _epochs_left(epoch, max_epochs, frames, max_frames, per_epoch)
         row = {
             "epoch": epoch,
             "frames": frames,
             "env_steps_per_s": total,
             "per_gmi": per_gmi,
             "reward": reward,
-            "wall_s": time.perf_counter() - self.start,
+            "wall_s": now - self.start,
+            "eta_s": None if left is None else left * self._pace(epoch_seconds),
         }
         self.history.append(row)
         if writer is not None:
@@ -65,19 +96,52 @@ class EpochTelemetry:
             for index, util, mem in gpus:
                 writer.add_scalar(f"gmi/gpu{index}_utilisation", util, frames)
                 writer.add_scalar(f"gmi/gpu{index}_memory_gib", mem, frames)
-        self._show(row, gpus, max_epochs)
+        done = None if left is None else epoch / max(epoch + left, 1)
+        self._show(progress_line(row, gpus, max_epochs, done if self.live else None))
 
-    def _show(self, row: dict, gpus, max_epochs: int) -> None:
-        reward = "-" if row["reward"] is None else f"{row['reward']:.1f}"
-        per = " ".join(f"{v / 1e3:.1f}k" for v in row["per_gmi"])
-        gpu = "".join(f" | GPU{i} {u:.0f}% {m:.1f}GiB" for i, u, m in gpus)
-        line = (
-            f"[GMI x{len(row['per_gmi'])}] epoch {row['epoch']}/{max_epochs} "
-            f"frames {row['frames']:,} | {row['env_steps_per_s']:,.0f} env steps/s ({per}) "
-            f"| mean reward {reward}{gpu}"
-        )
+    def close(self) -> None:
+        """End the progress line left open on a terminal (call once training ends)."""
         if self.live:
-            self.stream.write("\r" + line[:200].ljust(200))
+            end_live()
+
+    def _pace(self, epoch_seconds: float) -> float:
+        """Seconds per epoch: the wall time between recent epoch ends (checkpoints and the
+        exchanges between epochs included), or this epoch's own time at the first."""
+        if len(self._ends) < 2:
+            return epoch_seconds
+        return (self._ends[-1] - self._ends[0]) / (len(self._ends) - 1)
+
+    def _show(self, line: str) -> None:
+        if self.live:
+            show_live(line, self.stream)
         else:
             self.stream.write(line + "\n")
-        self.stream.flush()
+            self.stream.flush()
+
+
+def progress_line(row: dict, gpus, max_epochs: int, bar: float | None = None) -> str:
+    """``[GMI xN] epoch e/E frames F | S env steps/s (per GMI) | mean reward R | elapsed, ETA``;
+    ``bar``: the fraction done, shown as a progress bar after the GMI count."""
+    n = len(row["per_gmi"])
+    reward = "-" if row["reward"] is None else f"{row['reward']:.1f}"
+    per = " (" + " ".join(f"{v / 1e3:.1f}k" for v in row["per_gmi"]) + ")" if n > 1 else ""
+    gpu = "".join(f" | GPU{i} {u:.0f}% {m:.1f}GiB" for i, u, m in gpus)
+    epochs = f"{row['epoch']}/{max_epochs}" if max_epochs > 0 else str(row["epoch"])
+    shown = "" if bar is None else progress_bar(bar) + " "
+    return (
+        f"[GMI x{n}] {shown}epoch {epochs} frames {row['frames']:,} | "
+        f"{row['env_steps_per_s']:,.0f} env steps/s{per} | mean reward {reward} | "
+        f"{timing(row['wall_s'], row['eta_s'])}{gpu}"
+    )
+
+
+def _epochs_left(
+    epoch: int, max_epochs: int, frames: int, max_frames: int, per_epoch: int
+) -> int | None:
+    """Epochs until the first limit ends the run (None: no limit)."""
+    left = []
+    if max_epochs > 0:
+        left.append(max(max_epochs - epoch, 0))
+    if max_frames > 0:
+        left.append(max(math.ceil((max_frames - frames) / max(per_epoch, 1)), 0))
+    return min(left) if left else None
