@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _PUBLIC = {  # name -> module that defines it
     "make": "isaacgymenvs_gmi.api",
     "run": "isaacgymenvs_gmi.api",
-    "compose_config": "isaacgymenvs_gmi.api",
+    "compose_config": "isaacgymenvs_gmi.config.compose",
     "register_resolvers": "isaacgymenvs_gmi.config",
     "ConfigError": "isaacgymenvs_gmi.config",
     "register_task": "isaacgymenvs_gmi.tasks",

@@ -13,12 +13,12 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from isaacgymenvs_gmi.config import register_resolvers
+from isaacgymenvs_gmi.config.compose import compose_config
 from isaacgymenvs_gmi.config.sim import detect_platform, resolve_sim_settings
 from isaacgymenvs_gmi.console import quiet_console
 from isaacgymenvs_gmi.launch import RunResult, load_task_modules, plan_run
@@ -27,44 +27,6 @@ from isaacgymenvs_gmi.planner import resolve_auto
 from isaacgymenvs_gmi.runners.seeding import seed_everything
 from isaacgymenvs_gmi.sim.envs import make_env
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
-
-
-def compose_config(
-    *overrides: str, config_dir: str | Path | None = None, config_name: str = "config"
-) -> DictConfig:
-    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running.
-
-    The sources are ``train.py``'s, in the same order (the user's first, the bundled ``cfg/``
-    last): ``config_dir`` and ``config_name`` play ``--config-path`` and ``--config-name``, and
-    ``hydra.searchpath=[...]`` and ``--config-dir DIR`` may be among ``overrides``. Inside a
-    running Hydra app its global state is cleared first (as ``isaacgymenvs.make`` does), so call
-    it after the app has read what it needs of ``HydraConfig``."""
-    import warnings
-
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from isaacgymenvs_gmi.config.sources import (
-        ConfigFlags,
-        resolve_sources,
-        split_config_flags,
-        user_sources_first,
-    )
-
-    register_resolvers()
-    given, args = split_config_flags(overrides)
-    flags = ConfigFlags(
-        config_path=str(config_dir) if config_dir is not None else given.config_path,
-        config_name=config_name if config_name != "config" else given.config_name,
-        config_dir=given.config_dir,
-    )
-    sources = resolve_sources(flags, args)
-    if GlobalHydra.instance().is_initialized():  # inside a Hydra app: compose beside it
-        GlobalHydra.instance().clear()
-    with warnings.catch_warnings(), user_sources_first(sources):
-        warnings.filterwarnings("ignore", message="(?s).*version_base")
-        with initialize_config_dir(config_dir=sources.main, version_base="1.1"):
-            return compose(config_name=sources.config_name, overrides=sources.hydra_args)
 
 
 def make(

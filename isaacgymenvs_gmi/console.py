@@ -19,14 +19,11 @@ import io
 import logging
 import os
 import re
+import shutil
+import signal
 import sys
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
-
-from isaacgymenvs_gmi.gmi.status import end_live
-
-if TYPE_CHECKING:
-    from isaacgymenvs_gmi.runners.result import RunResult
+from typing import Any
 
 # rl-games' set-up and shut-down chatter (its own progress and results lines are kept)
 NOISE = tuple(
@@ -211,13 +208,11 @@ def progress_bar(fraction: float, width: int = 20) -> str:
     return f"[{'#' * filled}{'.' * (width - filled)}] {fraction * 100:3.0f}%"
 
 
-def closing_line(result: RunResult, wall_s: float) -> str:
+def closing_line(result: Any, wall_s: float) -> str:
     """The run's last line: why it ended, its frames, wall time and final checkpoint (left out
     for a run without a run folder, e.g. serving)."""
-    from isaacgymenvs_gmi.gmi.stop import signal_name
-
     if result.stopped_by is not None:
-        reason = f"stopped by {signal_name(result.stopped_by)}"
+        reason = f"stopped by {signal.Signals(result.stopped_by).name}"
     elif result.ended_by in ENDINGS:
         reason = f"training done: {ENDINGS[result.ended_by]}"
     else:
@@ -226,3 +221,28 @@ def closing_line(result: RunResult, wall_s: float) -> str:
     if result.checkpoint is not None or result.experiment_dir is not None:
         line += f"; final checkpoint: {result.checkpoint or 'none written'}"
     return line
+
+
+# --- the progress line rewritten in place on a terminal -----------------------------------
+_live_fd: int | None = None  # the descriptor whose progress line waits for its newline
+
+
+def show_live(line: str, stream=None) -> None:
+    """``line`` in place of the previous progress line on the terminal of ``stream`` (default:
+    stdout), cut to the terminal's width; it stays open until :func:`end_live`."""
+    global _live_fd
+    stream = stream or sys.stdout
+    width = max(shutil.get_terminal_size().columns - 1, 20)
+    stream.flush()
+    fd = stream.fileno()
+    os.write(fd, ("\r" + line[:width] + "\x1b[K").encode(errors="replace"))
+    _live_fd = fd
+
+
+def end_live() -> None:
+    """Finish an open progress line, so that what is written next starts on a line of its own."""
+    global _live_fd
+    fd, _live_fd = _live_fd, None
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(fd, b"\n")

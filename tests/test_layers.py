@@ -15,6 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Top-level subpackage (or module) -> layer; a module may import only from higher numbers.
 LAYERS = {
+    "__main__": -4,  # python -m isaacgymenvs_gmi
+    "cli": -3,  # the command line (train.py's)
     "api": -2,  # make() and run(): the Python entry points
     "planner": -1,  # searches configurations by launching trial runs
     "launch": 0,

@@ -158,7 +158,9 @@ class ConfigSources:
 
     @property
     def user_entries(self) -> tuple[str, ...]:
-        return self.entries[:-1]
+        """The user's folders, in search order (the bundled one is Hydra's primary folder)."""
+        bundled = _as_entry(str(bundled_config_dir()))
+        return tuple(e for e in self.entries if e != bundled)
 
     def origin(self, group: str, choice: str) -> str:
         """Where ``<group>/<choice>.yaml`` is taken from: a path, or ``bundled <group>/...``."""
@@ -189,7 +191,7 @@ def resolve_sources(flags: ConfigFlags, args: Sequence[str]) -> ConfigSources:
         listed = (primary_cfg.get("hydra") or {}).get("searchpath")
         searchpath = [str(v) for v in listed] if isinstance(listed, list) else []
     user += [e for e in searchpath if e not in user]
-    entries = [*user, bundled] if bundled not in user else user
+    entries = [*user, bundled] if bundled not in user else user  # bundled last, or where named
     # the primary may be found in a searchpath entry too (Hydra looks it up in the full path)
     primary = _find(entries, f"{flags.config_name}.yaml")
     primary_cfg = _read_yaml(primary) if primary is not None else {}

@@ -3,12 +3,12 @@ place on a terminal, and NVML device readings."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import sys
 
-_live_fd: int | None = None  # the descriptor whose progress line waits for its newline
+from isaacgymenvs_gmi.console import end_live, show_live
+
+__all__ = ["end_live", "gpu_stats", "say", "show_live"]
 
 
 def say(line: str) -> None:
@@ -17,27 +17,6 @@ def say(line: str) -> None:
     end_live()
     sys.stdout.flush()
     os.write(sys.stdout.fileno(), (line + "\n").encode())
-
-
-def show_live(line: str, stream=None) -> None:
-    """``line`` in place of the previous progress line on the terminal of ``stream`` (default:
-    stdout), cut to the terminal's width; it stays open until :func:`end_live`."""
-    global _live_fd
-    stream = stream or sys.stdout
-    width = max(shutil.get_terminal_size().columns - 1, 20)
-    stream.flush()
-    fd = stream.fileno()
-    os.write(fd, ("\r" + line[:width] + "\x1b[K").encode(errors="replace"))
-    _live_fd = fd
-
-
-def end_live() -> None:
-    """Finish an open progress line, so that what is written next starts on a line of its own."""
-    global _live_fd
-    fd, _live_fd = _live_fd, None
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.write(fd, b"\n")
 
 
 def gpu_stats() -> list[tuple[int, float, float]]:

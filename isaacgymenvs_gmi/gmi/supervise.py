@@ -188,9 +188,10 @@ def supervise(
         if all(g.process.exitcode == 0 for g in gmis if g.rank not in lost):
             for gmi in gmis:
                 gmi.read()
-            if too_few is not None:
-                raise GmiFailure(f"stopped: {too_few}")
             first = gmis[0].message
+            if too_few is not None:  # the trainers stopped cleanly: say where their work is
+                saved = getattr(first[1], "checkpoint", None) if first is not None else None
+                raise GmiFailure(f"stopped: {too_few}; final checkpoint: {saved or 'none written'}")
             if first is None:
                 raise GmiFailure(f"GMI 0 (pid {gmis[0].process.pid}) exited without a result")
             return first[1]

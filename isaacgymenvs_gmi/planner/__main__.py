@@ -30,7 +30,7 @@ def compose(overrides: list[str]):
     """The config ``python train.py <overrides>`` would see (the same config sources, in the
     same order: ``--config-path``, ``--config-dir`` and ``hydra.searchpath`` before the bundled
     ``cfg/``)."""
-    from isaacgymenvs_gmi.api import compose_config
+    from isaacgymenvs_gmi.config.compose import compose_config
 
     return compose_config(*overrides)
 

@@ -101,7 +101,7 @@ def _train(tmp_path: Path, *args: str, pythonpath: list[Path]) -> subprocess.Com
 
 
 def _mean_rewards(stdout: str) -> list[float]:
-    return [float(x) for x in re.findall(r"\| mean reward (-?[\d.]+)$", stdout, re.M)]
+    return [float(x) for x in re.findall(r"\| mean reward (-?[\d.]+) \|", stdout)]
 
 
 @pytest.mark.parametrize("backend", ["mujoco", "mjx"])

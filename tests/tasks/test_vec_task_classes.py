@@ -55,7 +55,7 @@ def _train(tree: Path, tmp_path: Path, *args: str, paths: list[str]) -> str:
 
 
 def _rewards(stdout: str) -> list[float]:
-    return [float(x) for x in re.findall(r"\| mean reward (-?[\d.]+)$", stdout, re.M)]
+    return [float(x) for x in re.findall(r"\| mean reward (-?[\d.]+) \|", stdout)]
 
 
 def test_a_registered_vec_task_class_trains_under_two_gmis(tree, tmp_path):

@@ -1,0 +1,48 @@
+"""``train.py``'s composed config, without running: :func:`compose_config` (public as
+``isaacgymenvs_gmi.compose_config``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from .resolvers import register_resolvers
+
+
+def compose_config(
+    *overrides: str, config_dir: str | Path | None = None, config_name: str = "config"
+) -> DictConfig:
+    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running.
+
+    The sources are ``train.py``'s, in the same order (the user's first, the bundled ``cfg/``
+    last): ``config_dir`` and ``config_name`` play ``--config-path`` and ``--config-name``, and
+    ``hydra.searchpath=[...]`` and ``--config-dir DIR`` may be among ``overrides``. Inside a
+    running Hydra app its global state is cleared first (as ``isaacgymenvs.make`` does), so call
+    it after the app has read what it needs of ``HydraConfig``."""
+    import warnings
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from isaacgymenvs_gmi.config.sources import (
+        ConfigFlags,
+        resolve_sources,
+        split_config_flags,
+        user_sources_first,
+    )
+
+    register_resolvers()
+    given, args = split_config_flags(overrides)
+    flags = ConfigFlags(
+        config_path=str(config_dir) if config_dir is not None else given.config_path,
+        config_name=config_name if config_name != "config" else given.config_name,
+        config_dir=given.config_dir,
+    )
+    sources = resolve_sources(flags, args)
+    if GlobalHydra.instance().is_initialized():  # inside a Hydra app: compose beside it
+        GlobalHydra.instance().clear()
+    with warnings.catch_warnings(), user_sources_first(sources):
+        warnings.filterwarnings("ignore", message="(?s).*version_base")
+        with initialize_config_dir(config_dir=sources.main, version_base="1.1"):
+            return compose(config_name=sources.config_name, overrides=sources.hydra_args)
