@@ -69,7 +69,9 @@ def test_a_fork_trains_with_its_own_values(tmp_path, fork, way):
         "config-dir": ["--config-dir", str(fork)],
         "config-path": ["--config-path", str(fork), "--config-name", "config"],
     }[way]
-    proc, state = _train(tmp_path, *source, "gmi.per_gpu=2")
+    # with its own config.yaml, also the +gmi.per_gpu=2 users typed before the group was added
+    gmis = "+gmi.per_gpu=2" if way == "config-path" else "gmi.per_gpu=2"
+    proc, state = _train(tmp_path, *source, gmis)
     assert f"{FORK_ENVS} envs per GMI x 2 GMIs" in proc.stderr
     assert state["frame"] == FORK_ENVS * FORK_HORIZON * 2  # one epoch of the fork's horizon
     line = next(x for x in proc.stderr.splitlines() if x.startswith("configs: "))
@@ -81,12 +83,6 @@ def test_without_user_configs_the_bundled_ones_are_named(tmp_path):
     proc, state = _train(tmp_path, "num_envs=32", "train.params.config.minibatch_size=512")
     assert "configs: task Cartpole from bundled task/Cartpole.yaml; " in proc.stderr
     assert state["frame"] == 32 * 16
-
-
-def test_a_plus_prefixed_gmi_key_still_works_with_a_fork_config(tmp_path, fork):
-    # the workaround users typed before the gmi group was added for them
-    proc, _ = _train(tmp_path, "--config-path", str(fork), "+gmi.per_gpu=2")
-    assert f"{FORK_ENVS} envs per GMI x 2 GMIs" in proc.stderr
 
 
 def test_the_search_order_puts_every_user_source_before_the_bundled_folder(tmp_path, fork):

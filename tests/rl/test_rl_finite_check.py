@@ -32,14 +32,13 @@ def test_nan_and_inf_are_named_in_parameters_and_buffers():
         ensure_finite([model, critic], epoch=7)
 
 
-@pytest.mark.parametrize("gmis", [1, 2])
-def test_a_run_that_blows_up_stops_at_that_epoch_with_no_process_left(tmp_path, gmis):
+def test_a_run_that_blows_up_stops_at_that_epoch_with_no_process_left(tmp_path):
     # Adam at a learning rate of 1e30 turns the weights to inf, then NaN, in the first update
     run = LaunchedRun(
         tmp_path,
         "task=Cartpole",
         "num_envs=64",
-        f"gmi.per_gpu={gmis}",
+        "gmi.per_gpu=2",  # 1 GMI runs the same agent class, without the group to tear down
         "max_iterations=50",
         "train.params.config.minibatch_size=512",
         "train.params.config.learning_rate=1e30",
