@@ -49,6 +49,7 @@ from isaacgymenvs_gmi.placement.machine_limits import (
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
 from isaacgymenvs_gmi.runners import BODIES, RunResult, body_for
+from isaacgymenvs_gmi.sim.compile_cache import cache_folder, use_compile_cache
 from isaacgymenvs_gmi.sim.envs import is_task_logic
 from isaacgymenvs_gmi.sim.foreign import preflight_vec_task
 from isaacgymenvs_gmi.sim.preflight import TaskFootprint, preflight_task
@@ -338,6 +339,7 @@ def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
 
 def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
     report_ignored_keys(cfg, log)
+    use_compile_cache(cache_folder(plan.gmi.compile_cache))  # here and in the GMIs we start
     devices = len(plan.layout.mpl())
     for line in not_applied(
         cfg, under_torchrun=plan.under_torchrun, gmis=plan.world_size, devices=devices

@@ -180,7 +180,7 @@ LEFTOVER_PATTERNS = (
     "torchinductor_*",
 )
 _TEMP_BEFORE: set[str] = set()
-_SESSION_CACHE: list[str] = []  # torch's compile cache for this session, removed at its end
+_SESSION_CACHE: list[str] = []  # this session's compile caches (torch, XLA), removed at its end
 
 
 def _ours_in_temp() -> set[str]:
@@ -231,7 +231,11 @@ def pytest_sessionstart(session):
     _TEMP_BEFORE.update(_ours_in_temp())
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # importing rl-games makes torch create it
         _SESSION_CACHE.append(tempfile.mkdtemp(prefix="test-session-torch-cache-"))
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _SESSION_CACHE[0]
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _SESSION_CACHE[-1]
+    # runs with gmi.compile_cache=auto share one XLA compile cache for the session, not the
+    # user's (a test of the cache itself names its own folder)
+    _SESSION_CACHE.append(tempfile.mkdtemp(prefix="test-session-cache-home-"))
+    os.environ["XDG_CACHE_HOME"] = _SESSION_CACHE[-1]
 
 
 def pytest_sessionfinish(session, exitstatus):

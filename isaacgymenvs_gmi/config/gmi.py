@@ -54,6 +54,8 @@ class GmiConfig:
         sm_percent: MPS active-thread percentage per GMI, each in (0, 100]; ``None`` leaves
             the split to the runtime. Its length is checked by the runtime, which knows the
             number of GMIs.
+        compile_cache: the persistent XLA compile cache: ``auto`` (the user's cache folder),
+            ``off``, or a folder (:mod:`isaacgymenvs_gmi.sim.compile_cache`).
         timeout_s: seconds a collective between GMIs may wait for a missing GMI before the run
             stops and names it (start-up, which builds envs and compiles, gets 10x this).
         trainers: in async mode, how many of the GMIs train (the first ones); the rest act.
@@ -78,6 +80,7 @@ class GmiConfig:
     intra_device: GmiIntraDevice = "auto"
     sm_percent: tuple[float, ...] | None = None
     timeout_s: int = 30
+    compile_cache: str = "auto"
     trainers: int = 1
     channels: GmiChannels = "multi"
     cores: GmiCores = "auto"
@@ -123,6 +126,13 @@ class GmiConfig:
         timeout_s = check_int(
             f"{prefix}.timeout_s", given.get("timeout_s", defaults.timeout_s), minimum=1
         )
+        compile_cache = to_plain(given.get("compile_cache", defaults.compile_cache))
+        if not isinstance(compile_cache, str) or not compile_cache.strip():
+            raise ConfigError(
+                f"{prefix}.compile_cache",
+                compile_cache,
+                "must be 'auto' (the user's cache folder), 'off', or a folder",
+            )
         trainers = check_int(
             f"{prefix}.trainers", given.get("trainers", defaults.trainers), minimum=1
         )
@@ -142,6 +152,7 @@ class GmiConfig:
             intra_device=cast(GmiIntraDevice, intra_device),
             sm_percent=sm_percent,
             timeout_s=timeout_s,
+            compile_cache=compile_cache,
             trainers=trainers,
             channels=cast(GmiChannels, channels),
             cores=cast(GmiCores, cores),

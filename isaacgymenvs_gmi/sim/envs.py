@@ -7,6 +7,7 @@ from typing import Any
 
 from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class, is_vec_task_class
 
+from .compile_cache import compile_counts
 from .foreign import ForeignVecTask, build_vec_task
 from .vec_task import PhysicsOptions, VecTask
 
@@ -31,6 +32,7 @@ def make_env(
     ``sim_device`` (torch's global seed, set by the caller, is what it sees)."""
     cls = get_task_class(task_config["name"])
     if is_task_logic(cls):
+        compile_counts()  # count this process's XLA programs from the first one on
         return VecTask(
             task_config,
             rl_device,

@@ -4,6 +4,7 @@ ended, and shows the progress line after every epoch."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -12,9 +13,12 @@ from rl_games.algos_torch.a2c_continuous import A2CAgent
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
 from isaacgymenvs_gmi.rl.finite_check import ensure_finite
+from isaacgymenvs_gmi.sim.compile_cache import compile_counts
 
 if TYPE_CHECKING:
     from .telemetry import EpochTelemetry
+
+log = logging.getLogger(__name__)
 
 
 class StoppableAgent(A2CAgent):
@@ -88,7 +92,10 @@ class StoppableAgent(A2CAgent):
 
     def end_epoch(self, result) -> None:
         """After the epoch's update, before its stop check and rl-games' statistics: its
-        progress line (``result``: what rl-games' ``train_epoch`` returned)."""
+        progress line (``result``: what rl-games' ``train_epoch`` returned); after the first,
+        how its XLA programs were had (compiled or from the cache)."""
+        if self.epoch_num == 1:
+            log.info(compile_counts().describe())
         if self.telemetry is None:
             return
         meter = self.game_rewards

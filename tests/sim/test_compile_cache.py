@@ -1,0 +1,92 @@
+"""The persistent compile cache: a second run loads every program and compiles none, and trains
+the same; an entry written for another CPU is never read; ``off`` writes nothing."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.gmi import GmiConfig
+from isaacgymenvs_gmi.sim import compile_cache
+from tests.speed import budget
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNTS = re.compile(r"XLA programs: (\d+) loaded from the compile cache, (\d+) compiled")
+
+
+def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = None):
+    """A 2-epoch MJX Cartpole run; returns (loaded, compiled, the final weights)."""
+    env = {**os.environ}
+    if fingerprint is not None:
+        env[compile_cache.CPU_FINGERPRINT_ENV] = fingerprint
+    runs = tmp_path / name
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "task=Cartpole",
+            "sim_backend=mjx",
+            "num_envs=16",
+            "max_iterations=2",
+            "train.params.config.minibatch_size=256",
+            f"gmi.compile_cache={cache}",
+            f"train_dir={runs}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=budget(300),
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded, compiled = (int(x) for x in COUNTS.search(proc.stderr).groups())
+    (checkpoint,) = runs.glob("*/nn/last_*.pth")
+    weights = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]
+    return loaded, compiled, weights
+
+
+def test_a_second_run_loads_every_program_compiles_none_and_trains_the_same(tmp_path):
+    cache = tmp_path / "cache"
+    loaded, compiled, cold = _train(tmp_path, "cold", cache)
+    assert loaded == 0 and compiled > 0
+    loaded, compiled_again, warm = _train(tmp_path, "warm", cache)
+    assert compiled_again == 0 and loaded == compiled
+    assert cold.keys() == warm.keys()
+    assert all(torch.equal(cold[k], warm[k]) for k in cold)
+
+
+def test_an_entry_written_for_another_cpu_is_never_read(tmp_path):
+    cache = tmp_path / "cache"
+    _, compiled, _ = _train(tmp_path, "a", cache, fingerprint="x86_64 avx512f made-up")
+    loaded, compiled_b, _ = _train(tmp_path, "b", cache, fingerprint="x86_64 sse2 made-up")
+    assert loaded == 0 and compiled_b == compiled
+    assert len([p for p in cache.iterdir() if p.is_dir()]) == 2  # one folder per CPU
+
+
+def test_the_setting_is_checked_and_named(monkeypatch, tmp_path):
+    with pytest.raises(ConfigError, match=r"^gmi\.compile_cache=''"):
+        GmiConfig.from_cfg({"compile_cache": ""})
+    assert GmiConfig.from_cfg({}).compile_cache == "auto"
+    assert compile_cache.cache_folder("off") is None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = compile_cache.cache_folder("auto")
+    assert folder.parent == tmp_path / "isaacgymenvs_gmi" / "xla"
+    assert folder.name == compile_cache.machine_key()
+
+
+def test_the_command_shows_and_clears_the_cache(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "abc").mkdir(parents=True)
+    (cache / "abc" / "entry").write_bytes(b"x" * 2**20)
+    run = [sys.executable, "-m", "isaacgymenvs_gmi.sim.compile_cache", f"gmi.compile_cache={cache}"]
+    shown = subprocess.run(run, capture_output=True, text=True, check=True).stdout
+    assert f"{cache}: 1.0 MiB" in shown
+    subprocess.run([*run, "--clear"], capture_output=True, check=True)
+    assert not cache.exists()
