@@ -24,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run ``argv`` (default: ``sys.argv[1:]``) as ``train.py`` would; exits with its code."""
     import hydra
 
+    from isaacgymenvs_gmi import startup_clock
     from isaacgymenvs_gmi.config import register_resolvers
     from isaacgymenvs_gmi.config.sources import (
         resolve_sources,
@@ -31,6 +32,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         user_sources_first,
     )
 
+    startup_clock.clear()
+    startup_clock.mark("process", startup_clock.process_start())
     args = list(sys.argv[1:] if argv is None else argv)
     flags, rest = split_config_flags(args)
     sources = resolve_sources(flags, rest)
@@ -77,6 +80,7 @@ def _train(cfg) -> None:
     wall time, final checkpoint), a failed or stopped one with an exit code."""
     import time
 
+    from isaacgymenvs_gmi import startup_clock
     from isaacgymenvs_gmi.api import run
     from isaacgymenvs_gmi.config import ConfigError
     from isaacgymenvs_gmi.console import closing_line, launcher_rank
@@ -85,6 +89,7 @@ def _train(cfg) -> None:
     from isaacgymenvs_gmi.planner import NoRunnableCandidate
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
+    startup_clock.mark("imports")
     started = time.monotonic()
     try:
         result = run(cfg)  # auto searched, validated, launched: the same call pipelines make

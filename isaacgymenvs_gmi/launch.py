@@ -14,6 +14,7 @@ import random
 
 from omegaconf import DictConfig, OmegaConf
 
+from isaacgymenvs_gmi import startup_clock
 from isaacgymenvs_gmi.channels.batcher import batch_geometry
 from isaacgymenvs_gmi.comm import ipc_possible, mrr_valid
 from isaacgymenvs_gmi.config import (
@@ -334,7 +335,9 @@ def _inventory(cuda: bool) -> Inventory:
 def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
     """Execute ``plan``; returns GMI 0's result (None on ranks other than 0 under torchrun)."""
     with quiet_console():  # GMI 0's console, or under torchrun this rank's
-        return _run(cfg, plan or plan_run(cfg))
+        plan = plan or plan_run(cfg)
+        startup_clock.mark("config")
+        return _run(cfg, plan)
 
 
 def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:

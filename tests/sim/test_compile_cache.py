@@ -47,6 +47,7 @@ def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = Non
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded, compiled = (int(x) for x in COUNTS.search(proc.stderr).groups())
+    assert re.search(r"start-up [\d.]+ s to the first epoch: imports [\d.]+ s, ", proc.stderr)
     (checkpoint,) = runs.glob("*/nn/last_*.pth")
     weights = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]
     return loaded, compiled, weights

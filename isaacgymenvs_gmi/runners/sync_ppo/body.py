@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from isaacgymenvs_gmi import startup_clock
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.runners.result import RunResult
 
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 def run_sync_ppo(ctx: GmiContext) -> RunResult:
     """One GMI's training (or play) run; returns its :class:`RunResult`."""
+    startup_clock.mark("gmi")
     from .telemetry import EpochTelemetry, gather_one
 
     plan, group = ctx.plan, ctx.group
@@ -70,6 +72,8 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
     wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
 
     def create_env(**_: Any) -> Any:
+        if not envs:  # the player builds another env later: only the first one counts
+            startup_clock.mark("env_begin")
         env = make_env(
             plan.task_config,
             resources.rl_device,
@@ -79,6 +83,8 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
             states_for_critic=plan.train.central_value,
         )
         envs.append(env)
+        if len(envs) == 1:
+            startup_clock.mark("env_built")
         if plan.video.capture and rank == 0:
             env.attach_video(video_recorder(plan, env, observer, wandb))
         return env

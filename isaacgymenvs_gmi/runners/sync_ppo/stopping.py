@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
+from isaacgymenvs_gmi import startup_clock
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
 from isaacgymenvs_gmi.rl.finite_check import ensure_finite
@@ -71,6 +72,7 @@ class StoppableAgent(A2CAgent):
         return None
 
     def train(self):
+        startup_clock.mark("agent_built")
         try:
             return super().train()
         finally:
@@ -95,7 +97,8 @@ class StoppableAgent(A2CAgent):
         progress line (``result``: what rl-games' ``train_epoch`` returned); after the first,
         how its XLA programs were had (compiled or from the cache)."""
         if self.epoch_num == 1:
-            log.info(compile_counts().describe())
+            startup_clock.mark("first_epoch")
+            log.info(startup_clock.startup_line(compile_counts().describe()))
         if self.telemetry is None:
             return
         meter = self.game_rewards
