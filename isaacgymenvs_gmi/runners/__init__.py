@@ -8,11 +8,14 @@ and a new package beside ``sync_ppo``, not a branch in the spine.
 from __future__ import annotations
 
 from isaacgymenvs_gmi.gmi.context import Body
+from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks
 
-from .async_ppo import run_async_ppo
-from .result import RunResult
-from .serve import run_serve
-from .sync_ppo import run_sync_ppo
+defer_rl_games_test_networks()  # before the bodies below import rl-games' trainer
+
+from .async_ppo import run_async_ppo  # noqa: E402
+from .result import RunResult  # noqa: E402
+from .serve import run_serve  # noqa: E402
+from .sync_ppo import run_sync_ppo  # noqa: E402
 
 BODIES: dict[str, Body] = {
     "sync": run_sync_ppo,  # synchronous PPO, holistic GMIs in lockstep
