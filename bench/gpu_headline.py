@@ -6,8 +6,10 @@ epoch keeps the config's number of minibatches). A run ends at ``max_iterations`
 wall-time limit is reached, by the graceful SIGINT stop (final checkpoint, exit 130). Measured per
 run, all from the run's own output and NVML:
 
-- start-up: seconds from the process start to the end of epoch 1 (imports, checks, GMI spawn,
-  model build, XLA compilation, rl-games set-up);
+- start-up, cold and warm: seconds from the process start to the end of epoch 1 (imports,
+  checks, GMI spawn, model build, XLA compilation, rl-games set-up), first with a fresh compile
+  cache (``--cache``, default: a new folder in ``--out``), then again for a 2-epoch rerun of the
+  same size, its programs now loaded from the cache; each with the run's own start-up line;
 - env steps/s with training: epochs x total envs x horizon over the wall time between the first
   and the last epoch line (steady state; start-up excluded);
 - mean episode reward against wall time (rl-games' ``rewards/iter`` from TensorBoard, placed at
@@ -27,6 +29,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, machine, read_scalars, write_result  # noqa: E402
 
+STARTUP = re.compile(r"start-up [\d.]+ s to the first epoch.*")
 EPOCH_LINE = re.compile(r"epoch:?\s+(\d+)/(\d+)")
 NAN_REWARD = re.compile(r"reward:?\s+nan\b", re.IGNORECASE)
 
@@ -160,6 +164,7 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
         f"max_iterations={args.max_iterations}",
         f"train_dir={train_dir}",
         f"experiment=headline_gmi{gmis}",
+        f"gmi.compile_cache={args.cache}",
         *args.overrides,
     ]
     if gmis > 1 and not args.dry_run:
@@ -175,7 +180,8 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
         "command": "python " + " ".join(cmd[1:]).replace(str(out), "OUT"),  # no machine path
         "exit_code": code,
         "epochs_done": max(epochs, default=0),
-        "startup_s": round(epochs[1], 2) if 1 in epochs else None,
+        "startup_s": round(epochs[1], 2) if 1 in epochs else None,  # cold: a fresh cache
+        "startup_line": next((m.group(0) for _, ln in rows if (m := STARTUP.search(ln))), None),
         "wall_s": round(rows[-1][0], 2) if rows else None,
     }
     if len(epochs) >= 3:
@@ -206,6 +212,35 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
         f"   {json.dumps({k: v for k, v in result.items() if k != 'reward_history'})}", flush=True
     )
     return result
+
+
+def warm_startup(args, gmis: int, out: Path) -> dict:
+    """Start-up of the same run again, its programs now in the compile cache: seconds to the
+    first epoch line and the run's own start-up line (stopped after 2 epochs)."""
+    per_gmi, minibatch = split_envs(args.total_envs, gmis, args.horizon, args.minibatches)
+    cmd = [
+        sys.executable,
+        "train.py",
+        f"task={args.task}",
+        f"gmi.per_gpu={gmis}",
+        f"num_envs={per_gmi}",
+        f"train.params.config.minibatch_size={minibatch}",
+        "max_iterations=2",
+        f"train_dir={out / 'runs' / f'warm{gmis}'}",
+        f"gmi.compile_cache={args.cache}",
+        *args.overrides,
+    ]
+    if gmis > 1 and not args.dry_run:
+        cmd.append("gmi.backend=mps")
+    rows, code, _ = run_training(cmd, out / f"headline_warm_gmi{gmis}.log", args.limit_s)
+    epochs = epoch_times(rows)
+    line = next((m.group(0) for _, ln in rows if (m := STARTUP.search(ln))), None)
+    print(f"   warm start-up, {gmis} GMI(s): {epochs.get(1)} s; {line}", flush=True)
+    return {
+        "startup_warm_s": round(epochs[1], 2) if 1 in epochs else None,
+        "startup_warm_line": line,
+        "warm_exit_code": code,
+    }
 
 
 def plot(runs: list[dict], path: Path, card: str, task: str, target: float) -> None:
@@ -244,6 +279,9 @@ def main() -> None:
     parser.add_argument("--target-reward", type=float, default=3000.0)
     parser.add_argument("--out", type=Path, default=None, help="logs, runs and a copy of the JSON")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="compile cache (default: a fresh one in --out)"
+    )
     parser.add_argument("overrides", nargs="*", help="more train.py overrides")
     args = parser.parse_args()
     name = "gpu_headline"
@@ -253,11 +291,16 @@ def main() -> None:
         name = "gpu_headline_dry_run"
     out = args.out or ROOT / "bench" / "results" / name
     out.mkdir(parents=True, exist_ok=True)
+    if args.cache is None:  # cold for the first run of each size, warm for its rerun
+        args.cache = out / "compile-cache"
+        shutil.rmtree(args.cache, ignore_errors=True)
 
     sampler = GpuSampler()
     sampler.start()
     try:
         runs = [measure(args, k, out, sampler) for k in args.gmis]
+        for run in runs:
+            run.update(warm_startup(args, run["gmis"], out))
     finally:
         sampler.stop()
     facts = machine()

@@ -9,7 +9,9 @@
 # Runs from a plain checkout with the dependencies importable (PYTHONPATH), without installing the
 # project: setup.py maps the packages isaacgymenvs_gmi.tasks and .patches onto the top-level
 # tasks/ and patches/ folders, so where they do not import the script links them in for its run.
-# The headline took 412 s on an H200 (two runs of 200 s). On an H100 the other steps took about:
+# The headline took 412 s on an H200 (two runs of 200 s, before the warm reruns were added: each
+# size now also restarts for 2 epochs from the compile cache, so runs default to 150 s). On an H100
+# the other steps took about:
 # facts 10 s, tests 380 s, mjx 150 s, channels 40 s, reduction part 1 60 s (part 2 trains Ant
 # twice and needs more than 300 s), plan 160 s for its first trial.
 set -uo pipefail
@@ -42,7 +44,7 @@ for s in $steps; do
     case $s in
     headline)  # Ant training on MJX, 1 process vs 3 MPS GMIs, same total envs (gpu_headline.py)
         step headline 540 "$py" bench/gpu_headline.py --out "$out/headline" \
-            --limit-s "${HEADLINE_LIMIT_S:-200}" ;;
+            --limit-s "${HEADLINE_LIMIT_S:-150}" ;;
     bisect)  # which GPU-only ingredient makes multi-GMI Ant non-finite (gpu_bisect.sh)
         step bisect "${BISECT_LIMIT:-560}" bash bench/gpu_bisect.sh "$out/bisect" \
             "$((${BISECT_LIMIT:-560} - 20))" ;;

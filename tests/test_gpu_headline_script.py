@@ -30,6 +30,8 @@ def test_the_headline_dry_run_trains_one_and_three_gmis_and_reports_them(tmp_pat
         assert run["exit_code"] == 0 and run["epochs_done"] == 3, run
         assert run["env_steps_per_s"] > 0 and run["startup_s"] > 0
         assert run["non_finite_reward"] is False
+        assert run["startup_warm_s"] > 0 and run["warm_exit_code"] == 0, run
+        assert "loaded from the compile cache, 0 compiled" in run["startup_warm_line"], run
     assert three["env_steps_per_s_vs_first"] > 0
     assert (tmp_path / "gpu_headline_dry_run.png").stat().st_size > 0
     assert (tmp_path / "headline_gmi3.log").read_text().count("epoch") >= 3
