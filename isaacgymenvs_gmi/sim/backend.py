@@ -50,6 +50,10 @@ class PhysicsBackend(abc.ABC):
     def close(self) -> None:
         """Release threads and device memory."""
 
+    @abc.abstractmethod
+    def refill_pool(self) -> None:
+        """Sample a new pool of fresh episodes now (the step does when fewer than N are left)."""
+
     @property
     def totals(self) -> jax.Array | np.ndarray:
         """(3,) summed return and length of the episodes finished so far, and their count."""

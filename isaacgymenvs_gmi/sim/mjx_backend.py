@@ -114,11 +114,14 @@ class MjxBackend(PhysicsBackend):
         # Same refill rule as the MuJoCo backend, so a seed gives the same episodes on both. The
         # scalar read waits for the previous step, which a learner has consumed by now anyway.
         if self.logic.pool_size - int(self._bufs.pool.next) < self.logic.num_envs:
-            self._bufs = self._refill(self._bufs)
+            self.refill_pool()
         self._data, self._bufs, out = self._fused_step(
             self._data, self._bufs, actions, self._world, self._gravity
         )
         return out
+
+    def refill_pool(self) -> None:
+        self._bufs = self._refill(self._bufs)
 
     def apply_world(self, update: WorldUpdate) -> None:
         rows = jnp.asarray(update.rows)

@@ -279,6 +279,14 @@ class VecTask:
         qpos, qvel = self.backend.physics_state()
         return self._renderer.render(qpos[0], qvel[0])
 
+    def compile_programs(self) -> None:
+        """Run once what training runs on these envs (a step with zero actions, a pool refill,
+        another step), so that every program is compiled, and written to the compile cache when
+        one is set; the envs' state changes: use a throwaway env."""
+        self.step(self.zero_actions())
+        self.backend.refill_pool()
+        self.step(self.zero_actions())
+
     def as_gymnasium(self) -> GymnasiumView:
         """These envs under gymnasium's ``Env`` API (five-value ``step``), for its wrappers."""
         return GymnasiumView(self)

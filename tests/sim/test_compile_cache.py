@@ -91,3 +91,31 @@ def test_the_command_shows_and_clears_the_cache(tmp_path):
     assert f"{cache}: 1.0 MiB" in shown
     subprocess.run([*run, "--clear"], capture_output=True, check=True)
     assert not cache.exists()
+
+
+def test_three_gmis_on_a_cold_cache_compile_each_program_once(tmp_path):
+    """The device's first GMI compiles (on a throwaway env) and the other two load it all."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "task=Cartpole",
+            "sim_backend=mjx",
+            "num_envs=16",
+            "max_iterations=1",
+            "train.params.config.minibatch_size=256",
+            "gmi.per_gpu=3",
+            f"gmi.compile_cache={tmp_path / 'cache'}",
+            f"train_dir={tmp_path / 'runs'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=budget(300),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, compiled = (int(x) for x in COUNTS.search(proc.stdout + proc.stderr).groups())
+    others = re.search(r"the other 2 GMIs: (\d+) loaded, (\d+) compiled", proc.stdout + proc.stderr)
+    assert compiled > 0 and others is not None, proc.stderr[-3000:]
+    loaded_by_others, compiled_by_others = (int(x) for x in others.groups())
+    assert compiled_by_others == 0 and loaded_by_others >= compiled  # 2 x each program, loaded

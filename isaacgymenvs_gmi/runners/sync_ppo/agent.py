@@ -11,9 +11,12 @@ values (epoch and frame counts, merged episode statistics), so they agree.
 
 from __future__ import annotations
 
+import torch
+
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
 from isaacgymenvs_gmi.runners.lockstep import PpoLockstep, ReplicatedPpo, announce
+from isaacgymenvs_gmi.sim.compile_cache import compile_counts
 
 from .stopping import StoppableAgent
 from .telemetry import EpochTelemetry
@@ -69,6 +72,17 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
         self.curr_frames *= self.group.world_size  # every GMI played as many frames as this one
         self.lockstep.merge_episode_meters(self)
         super().end_epoch(result)
+
+    def compile_note(self) -> str:
+        """GMI 0's XLA programs, and the other GMIs' summed (collective)."""
+        counts = compile_counts()
+        mine = torch.tensor([counts.loaded, counts.compiled], dtype=torch.float64)
+        rows = self.group.all_gather_vector(mine, "XLA program counts")
+        others = rows[1:].sum(dim=0).tolist()
+        return (
+            f"{counts.describe()} (the other {self.group.world_size - 1} GMIs: "
+            f"{int(others[0])} loaded, {int(others[1])} compiled)"
+        )
 
     def save(self, fn):
         if self.group.rank == 0:

@@ -43,6 +43,29 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
     return _train(ctx, lockstep, telemetry)
 
 
+def compile_once_per_device(ctx: GmiContext, build) -> None:
+    """The device's first GMI compiles every program on a throwaway env from ``build()`` and
+    opens the gate; the others wait for it (:mod:`isaacgymenvs_gmi.gmi.compile_gate`)."""
+    from isaacgymenvs_gmi.gmi.compile_gate import CompileGate
+
+    gate = CompileGate.of(ctx)
+    if gate is None:
+        return
+    if not gate.opener:
+        gate.wait()
+        return
+    from isaacgymenvs_gmi.sim.envs import is_task_logic
+    from isaacgymenvs_gmi.tasks import get_task_class
+
+    try:
+        if is_task_logic(get_task_class(ctx.plan.task_name)):  # a VecTask class: nothing of ours
+            warm = build()
+            warm.compile_programs()
+            warm.close()
+    finally:
+        gate.open()
+
+
 def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTelemetry) -> RunResult:
     from rl_games.torch_runner import Runner
 
@@ -71,10 +94,8 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
     observer = EpisodeStatsObserver()
     wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
 
-    def create_env(**_: Any) -> Any:
-        if not envs:  # the player builds another env later: only the first one counts
-            startup_clock.mark("env_begin")
-        env = make_env(
+    def build() -> Any:
+        return make_env(
             plan.task_config,
             resources.rl_device,
             resources.sim_device,
@@ -82,6 +103,12 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
             seed=seed,
             states_for_critic=plan.train.central_value,
         )
+
+    def create_env(**_: Any) -> Any:
+        if not envs:  # the player builds another env later: only the first one counts
+            startup_clock.mark("env_begin")
+            compile_once_per_device(ctx, build)
+        env = build()
         envs.append(env)
         if len(envs) == 1:
             startup_clock.mark("env_built")

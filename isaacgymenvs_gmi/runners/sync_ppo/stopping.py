@@ -98,7 +98,7 @@ class StoppableAgent(A2CAgent):
         how its XLA programs were had (compiled or from the cache)."""
         if self.epoch_num == 1:
             startup_clock.mark("first_epoch")
-            log.info(startup_clock.startup_line(compile_counts().describe()))
+            log.info(startup_clock.startup_line(self.compile_note()))
         if self.telemetry is None:
             return
         meter = self.game_rewards
@@ -111,6 +111,10 @@ class StoppableAgent(A2CAgent):
             reward=float(meter.get_mean().reshape(-1)[0]) if meter.current_size else None,
             writer=getattr(self, "writer", None),
         )
+
+    def compile_note(self) -> str:
+        """How this process's XLA programs were had so far (for the start-up line)."""
+        return compile_counts().describe()
 
     def _learner_modules(self) -> list:
         cv = self.central_value_net if getattr(self, "has_central_value", False) else None

@@ -1,0 +1,51 @@
+"""The GMIs of a device compile their programs once: the first builds a throwaway env and runs
+what training runs (every program compiled and written to the compile cache), then opens the
+gate; the others wait for it before building theirs, and load every program from the cache.
+
+Only where it helps and cannot hang: a compile cache is set, the device has several GMIs, and
+they were spawned by this run's launcher (their scratch folders share a parent, where the gate
+is a file). A GMI that waits longer than the start-up timeout goes on and compiles for itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .context import GmiContext
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CompileGate:
+    path: Path  # exists once the device's first GMI has compiled
+    opener: bool  # this GMI compiles first and opens the gate
+    timeout_s: float
+
+    @classmethod
+    def of(cls, ctx: GmiContext) -> CompileGate | None:
+        """This GMI's gate, or None where there is none (see the module docstring)."""
+        plan, group = ctx.plan, ctx.group
+        if group is None or ctx.scratch_dir is None or plan.under_torchrun:
+            return None
+        if plan.gmi.compile_cache == "off" or plan.layout.per_device < 2:
+            return None
+        place = plan.layout.place(group.rank)
+        path = Path(ctx.scratch_dir).parent / f"compiled-device{place.device}"
+        return cls(path, place.slot == 0, group.startup_timeout_s)
+
+    def open(self) -> None:
+        self.path.touch()
+
+    def wait(self) -> None:
+        """Until the gate opens (or the start-up timeout passes: then go on anyway)."""
+        deadline = time.monotonic() + self.timeout_s
+        while not os.path.exists(self.path):
+            if time.monotonic() > deadline:
+                log.warning("the device's first GMI did not compile in %.0f s", self.timeout_s)
+                return
+            time.sleep(0.05)
