@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
+import signal
 import statistics
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -106,3 +109,64 @@ def plot_reward_curves(panels: dict[str, list], path: Path, subtitle: str) -> No
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"wrote {path.relative_to(ROOT)}")
+
+
+# --- runs of train.py, their lines time-stamped ----------------------------------------------
+STARTUP_LINE = re.compile(r"start-up [\d.]+ s to the first epoch.*")  # the run's own account
+EPOCH_LINE = re.compile(r"epoch:?\s+(\d+)/(\d+)")  # GMI 0's progress line (or rl-games')
+
+
+def run_logged(cmd: list[str], log_path: Path, limit_s: float) -> tuple[list, int, float]:
+    """Runs ``cmd`` (its own process group), logging its lines with their times; SIGINT at
+    ``limit_s`` (the graceful stop), SIGKILL 45 s later. Returns ((t, line) rows, exit code,
+    start time)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    rows: list[tuple[float, str]] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        with open(log_path, "w") as log:
+            for line in proc.stdout:
+                t = time.monotonic() - t0
+                rows.append((t, line.rstrip("\n")))
+                log.write(f"{t:8.2f} {line}")
+                log.flush()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=45)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    reader.join(timeout=10)
+    return rows, proc.returncode, t0
+
+
+def epoch_times(rows: list[tuple[float, str]]) -> dict[int, float]:
+    """Epoch number -> seconds after start at which its line was printed (GMI 0's line)."""
+    times: dict[int, float] = {}
+    for t, line in rows:
+        match = EPOCH_LINE.search(line)
+        if match and int(match.group(1)) not in times:
+            times[int(match.group(1))] = t
+    return times
+
+
+def first_match(rows: list[tuple[float, str]], pattern: re.Pattern) -> str | None:
+    """The first match of ``pattern`` in the ``(t, line)`` rows of :func:`run_logged`."""
+    return next((m.group(0) for _, line in rows if (m := pattern.search(line))), None)

@@ -27,21 +27,25 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, machine, read_scalars, write_result  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    STARTUP_LINE,
+    epoch_times,
+    first_match,
+    machine,
+    read_scalars,
+    run_logged,
+    write_result,
+)
 
-STARTUP = re.compile(r"start-up [\d.]+ s to the first epoch.*")
-EPOCH_LINE = re.compile(r"epoch:?\s+(\d+)/(\d+)")
 NAN_REWARD = re.compile(r"reward:?\s+nan\b", re.IGNORECASE)
 
 
@@ -92,57 +96,6 @@ def split_envs(total: int, gmis: int, horizon: int, minibatches: int) -> tuple[i
     return per_gmi, batch // minibatches
 
 
-def run_training(cmd: list[str], log_path: Path, limit_s: float) -> tuple[list, int, float]:
-    """Runs ``cmd`` (its own process group), logging its lines with their times; SIGINT at
-    ``limit_s`` (the graceful stop), SIGKILL 45 s later. Returns ((t, line) rows, exit code,
-    start time)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    t0 = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    rows: list[tuple[float, str]] = []
-
-    def read() -> None:
-        assert proc.stdout is not None
-        with open(log_path, "w") as log:
-            for line in proc.stdout:
-                t = time.monotonic() - t0
-                rows.append((t, line.rstrip("\n")))
-                log.write(f"{t:8.2f} {line}")
-                log.flush()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        proc.wait(timeout=limit_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=45)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    reader.join(timeout=10)
-    return rows, proc.returncode, t0
-
-
-def epoch_times(rows: list[tuple[float, str]]) -> dict[int, float]:
-    """Epoch number -> seconds after start at which its line was printed (GMI 0's line)."""
-    times: dict[int, float] = {}
-    for t, line in rows:
-        match = EPOCH_LINE.search(line)
-        if match and int(match.group(1)) not in times:
-            times[int(match.group(1))] = t
-    return times
-
-
 def reward_history(train_dir: Path) -> list[tuple[int, float]]:
     """(epoch, mean episode reward) from the run's TensorBoard summaries (GMI 0 writes them)."""
     found: list[tuple[int, float]] = []
@@ -151,9 +104,10 @@ def reward_history(train_dir: Path) -> list[tuple[int, float]]:
     return found
 
 
-def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
+def train_command(args, gmis: int, iterations: int, train_dir: Path, *extra: str) -> list[str]:
+    """``python train.py`` for ``gmis`` GMIs sharing ``--total-envs`` (MPS on a GPU), with the
+    run's compile cache and overrides."""
     per_gmi, minibatch = split_envs(args.total_envs, gmis, args.horizon, args.minibatches)
-    train_dir = out / "runs" / f"gmi{gmis}"
     cmd = [
         sys.executable,
         "train.py",
@@ -161,16 +115,25 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
         f"gmi.per_gpu={gmis}",
         f"num_envs={per_gmi}",
         f"train.params.config.minibatch_size={minibatch}",
-        f"max_iterations={args.max_iterations}",
+        f"max_iterations={iterations}",
         f"train_dir={train_dir}",
-        f"experiment=headline_gmi{gmis}",
+        *extra,
         f"gmi.compile_cache={args.cache}",
         *args.overrides,
     ]
     if gmis > 1 and not args.dry_run:
         cmd.append("gmi.backend=mps")
+    return cmd
+
+
+def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
+    per_gmi, minibatch = split_envs(args.total_envs, gmis, args.horizon, args.minibatches)
+    train_dir = out / "runs" / f"gmi{gmis}"
+    cmd = train_command(
+        args, gmis, args.max_iterations, train_dir, f"experiment=headline_gmi{gmis}"
+    )
     print(f"== {gmis} GMI(s): {' '.join(cmd[1:]).replace(str(out), 'OUT')}", flush=True)
-    rows, code, t0 = run_training(cmd, out / f"headline_gmi{gmis}.log", args.limit_s)
+    rows, code, t0 = run_logged(cmd, out / f"headline_gmi{gmis}.log", args.limit_s)
     epochs = epoch_times(rows)
     result: dict = {
         "gmis": gmis,
@@ -181,7 +144,7 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
         "exit_code": code,
         "epochs_done": max(epochs, default=0),
         "startup_s": round(epochs[1], 2) if 1 in epochs else None,  # cold: a fresh cache
-        "startup_line": next((m.group(0) for _, ln in rows if (m := STARTUP.search(ln))), None),
+        "startup_line": first_match(rows, STARTUP_LINE),
         "wall_s": round(rows[-1][0], 2) if rows else None,
     }
     if len(epochs) >= 3:
@@ -217,24 +180,10 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
 def warm_startup(args, gmis: int, out: Path) -> dict:
     """Start-up of the same run again, its programs now in the compile cache: seconds to the
     first epoch line and the run's own start-up line (stopped after 2 epochs)."""
-    per_gmi, minibatch = split_envs(args.total_envs, gmis, args.horizon, args.minibatches)
-    cmd = [
-        sys.executable,
-        "train.py",
-        f"task={args.task}",
-        f"gmi.per_gpu={gmis}",
-        f"num_envs={per_gmi}",
-        f"train.params.config.minibatch_size={minibatch}",
-        "max_iterations=2",
-        f"train_dir={out / 'runs' / f'warm{gmis}'}",
-        f"gmi.compile_cache={args.cache}",
-        *args.overrides,
-    ]
-    if gmis > 1 and not args.dry_run:
-        cmd.append("gmi.backend=mps")
-    rows, code, _ = run_training(cmd, out / f"headline_warm_gmi{gmis}.log", args.limit_s)
+    cmd = train_command(args, gmis, 2, out / "runs" / f"warm{gmis}")
+    rows, code, _ = run_logged(cmd, out / f"headline_warm_gmi{gmis}.log", args.limit_s)
     epochs = epoch_times(rows)
-    line = next((m.group(0) for _, ln in rows if (m := STARTUP.search(ln))), None)
+    line = first_match(rows, STARTUP_LINE)
     print(f"   warm start-up, {gmis} GMI(s): {epochs.get(1)} s; {line}", flush=True)
     return {
         "startup_warm_s": round(epochs[1], 2) if 1 in epochs else None,

@@ -49,3 +49,25 @@ class CompileGate:
                 log.warning("the device's first GMI did not compile in %.0f s", self.timeout_s)
                 return
             time.sleep(0.05)
+
+
+def compile_once_per_device(ctx: GmiContext, build) -> None:
+    """Call before building this GMI's env: the device's first GMI compiles every program on a
+    throwaway env from ``build()`` (then discarded) and opens the gate; the others wait for it.
+    Any body that builds envs in several GMIs of a device can use it."""
+    gate = CompileGate.of(ctx)
+    if gate is None:
+        return
+    if not gate.opener:
+        gate.wait()
+        return
+    from isaacgymenvs_gmi.sim.envs import is_task_logic
+    from isaacgymenvs_gmi.tasks import get_task_class
+
+    try:
+        if is_task_logic(get_task_class(ctx.plan.task_name)):  # a VecTask class: nothing of ours
+            warm = build()
+            warm.compile_programs()
+            warm.close()
+    finally:
+        gate.open()

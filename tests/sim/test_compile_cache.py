@@ -21,12 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COUNTS = re.compile(r"XLA programs: (\d+) loaded from the compile cache, (\d+) compiled")
 
 
-def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = None):
-    """A 2-epoch MJX Cartpole run; returns (loaded, compiled, the final weights)."""
-    env = {**os.environ}
-    if fingerprint is not None:
-        env[compile_cache.CPU_FINGERPRINT_ENV] = fingerprint
-    runs = tmp_path / name
+def _mjx_cartpole(tmp_path: Path, runs: Path, cache: Path, *extra: str, env=None):
+    """``train.py``: MJX Cartpole, 16 envs, with the compile cache ``cache`` (finished run)."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -34,10 +30,10 @@ def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = Non
             "task=Cartpole",
             "sim_backend=mjx",
             "num_envs=16",
-            "max_iterations=2",
             "train.params.config.minibatch_size=256",
             f"gmi.compile_cache={cache}",
             f"train_dir={runs}",
+            *extra,
         ],
         cwd=tmp_path,
         capture_output=True,
@@ -46,6 +42,16 @@ def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = Non
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = None):
+    """A 2-epoch run; returns (loaded, compiled, the final weights)."""
+    env = {**os.environ}
+    if fingerprint is not None:
+        env[compile_cache.CPU_FINGERPRINT_ENV] = fingerprint
+    runs = tmp_path / name
+    proc = _mjx_cartpole(tmp_path, runs, cache, "max_iterations=2", env=env)
     loaded, compiled = (int(x) for x in COUNTS.search(proc.stderr).groups())
     assert re.search(r"start-up [\d.]+ s to the first epoch: imports [\d.]+ s, ", proc.stderr)
     (checkpoint,) = runs.glob("*/nn/last_*.pth")
@@ -95,25 +101,9 @@ def test_the_command_shows_and_clears_the_cache(tmp_path):
 
 def test_three_gmis_on_a_cold_cache_compile_each_program_once(tmp_path):
     """The device's first GMI compiles (on a throwaway env) and the other two load it all."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "train.py"),
-            "task=Cartpole",
-            "sim_backend=mjx",
-            "num_envs=16",
-            "max_iterations=1",
-            "train.params.config.minibatch_size=256",
-            "gmi.per_gpu=3",
-            f"gmi.compile_cache={tmp_path / 'cache'}",
-            f"train_dir={tmp_path / 'runs'}",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=budget(300),
+    proc = _mjx_cartpole(
+        tmp_path, tmp_path / "runs", tmp_path / "cache", "max_iterations=1", "gmi.per_gpu=3"
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
     _, compiled = (int(x) for x in COUNTS.search(proc.stdout + proc.stderr).groups())
     others = re.search(r"the other 2 GMIs: (\d+) loaded, (\d+) compiled", proc.stdout + proc.stderr)
     assert compiled > 0 and others is not None, proc.stderr[-3000:]

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from isaacgymenvs_gmi import startup_clock
+from isaacgymenvs_gmi.gmi.compile_gate import compile_once_per_device
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.runners.result import RunResult
 
@@ -41,29 +42,6 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
         gather_one if group is None else group.all_gather_vector,
     )
     return _train(ctx, lockstep, telemetry)
-
-
-def compile_once_per_device(ctx: GmiContext, build) -> None:
-    """The device's first GMI compiles every program on a throwaway env from ``build()`` and
-    opens the gate; the others wait for it (:mod:`isaacgymenvs_gmi.gmi.compile_gate`)."""
-    from isaacgymenvs_gmi.gmi.compile_gate import CompileGate
-
-    gate = CompileGate.of(ctx)
-    if gate is None:
-        return
-    if not gate.opener:
-        gate.wait()
-        return
-    from isaacgymenvs_gmi.sim.envs import is_task_logic
-    from isaacgymenvs_gmi.tasks import get_task_class
-
-    try:
-        if is_task_logic(get_task_class(ctx.plan.task_name)):  # a VecTask class: nothing of ours
-            warm = build()
-            warm.compile_programs()
-            warm.close()
-    finally:
-        gate.open()
 
 
 def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTelemetry) -> RunResult:
@@ -107,7 +85,7 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
     def create_env(**_: Any) -> Any:
         if not envs:  # the player builds another env later: only the first one counts
             startup_clock.mark("env_begin")
-            compile_once_per_device(ctx, build)
+            compile_once_per_device(ctx, build)  # the device's first GMI compiles for all
         env = build()
         envs.append(env)
         if len(envs) == 1:
