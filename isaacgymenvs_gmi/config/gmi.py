@@ -23,6 +23,7 @@ GmiComm = Literal["auto", "mpr", "mrr", "har"]
 GmiIntraDevice = Literal["auto", "shm", "ipc", "gloo"]
 GmiChannels = Literal["multi", "uni"]
 GmiCores = Literal["auto", "pinned", "shared"]
+GmiStart = Literal["auto", "spawn"]
 
 #: Allowed values, in the order used in error messages.
 GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
@@ -31,6 +32,7 @@ GMI_COMMS: tuple[GmiComm, ...] = get_args(GmiComm)
 GMI_INTRA_DEVICE: tuple[GmiIntraDevice, ...] = get_args(GmiIntraDevice)
 GMI_CHANNELS: tuple[GmiChannels, ...] = get_args(GmiChannels)
 GMI_CORES: tuple[GmiCores, ...] = get_args(GmiCores)
+GMI_STARTS: tuple[GmiStart, ...] = get_args(GmiStart)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class GmiConfig:
             with fewer cores than GMIs some GMIs share one core), ``shared`` (every GMI may
             run on all of the device's cores, each with thread pools sized to its share, and
             the OS balances them), or ``auto`` (see :mod:`isaacgymenvs_gmi.placement.cpu_sets`).
+        start: how the launcher starts its GMIs: ``auto`` forks them where that is safe (they
+            start with what it has imported; :mod:`isaacgymenvs_gmi.gmi.start_method`) and
+            spawns them elsewhere; ``spawn`` always spawns them.
         async_: ``gmi.async.*``, the A3C runner's settings.
         plan: ``gmi.plan.*``, how ``gmi.per_gpu=auto`` is searched. A run is planned with a
             number: the planner (:mod:`isaacgymenvs_gmi.planner`) replaces ``auto`` first.
@@ -84,6 +89,7 @@ class GmiConfig:
     trainers: int = 1
     channels: GmiChannels = "multi"
     cores: GmiCores = "auto"
+    start: GmiStart = "auto"
     async_: AsyncSettings = AsyncSettings()
     plan: PlanSettings = PlanSettings()
 
@@ -140,6 +146,7 @@ class GmiConfig:
             f"{prefix}.channels", given.get("channels", defaults.channels), GMI_CHANNELS
         )
         cores = check_choice(f"{prefix}.cores", given.get("cores", defaults.cores), GMI_CORES)
+        start = check_choice(f"{prefix}.start", given.get("start", defaults.start), GMI_STARTS)
         async_ = AsyncSettings.from_cfg(given.get("async"), prefix=f"{prefix}.async")
         plan = PlanSettings.from_cfg(given.get("plan"), prefix=f"{prefix}.plan")
 
@@ -156,6 +163,7 @@ class GmiConfig:
             trainers=trainers,
             channels=cast(GmiChannels, channels),
             cores=cast(GmiCores, cores),
+            start=cast(GmiStart, start),
             async_=async_,
             plan=plan,
         )

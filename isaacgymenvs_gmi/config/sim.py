@@ -130,14 +130,17 @@ def resolve_sim_settings(
 def detect_platform() -> tuple[bool, tuple[str, ...], bool]:
     """Return ``(cuda_available, jax_platforms, warp_available)`` for this process.
 
-    This initialises torch's CUDA runtime and JAX's backends. Under JAX's default settings a
-    GPU backend preallocates most of the device memory, so set ``XLA_PYTHON_CLIENT_*``
-    variables (e.g. ``XLA_PYTHON_CLIENT_PREALLOCATE=false``) before calling it in a process
-    that shares its GPU with other GMIs.
+    Where an accelerator could be used (torch built with CUDA, or a JAX GPU plugin installed),
+    this asks torch and JAX, which initialises torch's CUDA runtime and JAX's backends. Under
+    JAX's default settings a GPU backend preallocates most of the device memory, so set
+    ``XLA_PYTHON_CLIENT_*`` variables (e.g. ``XLA_PYTHON_CLIENT_PREALLOCATE=false``) before
+    calling it in a process that shares its GPU with other GMIs. Where nothing installed could,
+    the answer is known without starting either (the process stays single-threaded, so it may
+    start its GMIs by forking).
     """
     import torch
 
-    cuda_available = bool(torch.cuda.is_available())
+    cuda_available = torch.version.cuda is not None and bool(torch.cuda.is_available())
     return cuda_available, _jax_platforms(), _warp_available()
 
 
@@ -146,6 +149,9 @@ def _jax_platforms() -> tuple[str, ...]:
         import jax
     except ImportError:
         return ()
+    if not _jax_accelerator_plugins():  # the CPU only, and JAX needs no start to say so
+        allowed = os.environ.get("JAX_PLATFORMS", "").strip()
+        return ("cpu",) if not allowed or "cpu" in allowed.split(",") else ()
     found: list[str] = []
     for name in ("cpu", "gpu"):
         try:
@@ -156,6 +162,16 @@ def _jax_platforms() -> tuple[str, ...]:
             if device.platform not in found:
                 found.append(device.platform)
     return tuple(found)
+
+
+def _jax_accelerator_plugins() -> bool:
+    """Whether a JAX plugin (CUDA, ROCm, ...) is installed: a module under the ``jax_plugins``
+    namespace or an entry point in that group, as JAX finds them."""
+    import importlib.metadata
+
+    if importlib.util.find_spec("jax_plugins") is not None:
+        return True
+    return bool(importlib.metadata.entry_points(group="jax_plugins"))
 
 
 def _warp_available() -> bool:

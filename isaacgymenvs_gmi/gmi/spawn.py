@@ -6,7 +6,8 @@ The launcher owns everything a run leaves open, and closes it whatever happens:
 - a per-run secret that signs what GMIs publish in it, handed to each GMI through the spawn
   pipe (:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`);
 - a private temp folder (every GMI's scratch folder and ``TMPDIR``), removed at the end;
-- the GMI processes (spawned, not forked: JAX is not fork-safe), watched by
+- the GMI processes, forked from the launcher where that is safe (it is still single-threaded:
+  the store starts after them) and spawned otherwise (:mod:`.start_method`), watched by
   :func:`~.supervise.supervise`; an MPS daemon the launch had to start is stopped.
 
 GMI sockets (gloo, NCCL's bootstrap) use the loopback interface.
@@ -20,6 +21,7 @@ import os
 import secrets
 import socket
 from datetime import timedelta
+from multiprocessing import resource_tracker
 from typing import Any
 
 from isaacgymenvs_gmi.placement.cpu_sets import choose_cores, oversubscribed, usable_cores
@@ -28,6 +30,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from .context import Body
 from .mps import mps_daemon_for
 from .scratch import private_temp_dir
+from .start_method import start_method
 from .supervise import (
     GmiFailure,
     GmiInterrupted,
@@ -44,11 +47,9 @@ TEARDOWN_GRACE_S = 3.0  # after a failure, how long the other GMIs get to exit o
 __all__ = ["GmiFailure", "GmiInterrupted", "spawn_gmis"]
 
 
-def loopback_store(timeout: timedelta) -> tuple[Any, int]:
-    """The run's store server on 127.0.0.1 (a free port) and its port. ``TCPStore`` alone would
-    listen on every interface; handed a socket we bound, it listens where we bound it."""
-    import torch.distributed as dist
-
+def loopback_listener() -> tuple[int, int]:
+    """A socket listening on 127.0.0.1 (a free port) for the run's store: its descriptor and
+    port. GMIs may connect before the store serves it; they wait in the backlog."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.bind(("127.0.0.1", 0))
@@ -57,15 +58,22 @@ def loopback_store(timeout: timedelta) -> tuple[Any, int]:
     except OSError:
         sock.close()
         raise
-    fd = sock.detach()  # the store owns the descriptor from here and closes it
+    return sock.detach(), port
+
+
+def loopback_store(fd: int, port: int, timeout: timedelta) -> Any:
+    """The run's store server on the listening socket ``fd``. ``TCPStore`` alone would listen
+    on every interface; handed a socket we bound, it listens where we bound it. It owns the
+    descriptor from here and closes it."""
+    import torch.distributed as dist
+
     try:
-        store = dist.TCPStore(
+        return dist.TCPStore(
             "127.0.0.1", port, None, True, timeout, wait_for_workers=False, master_listen_fd=fd
         )
     except BaseException:
         os.close(fd)
         raise
-    return store, port
 
 
 def gmi_environment(scratch_root: str) -> dict[str, str]:
@@ -101,7 +109,14 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
             how[chosen],
             chosen,
         )
-    log.info("launching %s (%s backend)", layout.describe(), plan.gmi_backend)
+    method, why = start_method(plan.gmi.start, plan.uses_gpu)
+    log.info(
+        "launching %s (%s backend; %s: %s)",
+        layout.describe(),
+        plan.gmi_backend,
+        "forked" if method == "fork" else "spawned",
+        why,
+    )
     processes: list[GmiProcess] = []
     try:
         with (
@@ -109,25 +124,33 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
             mps_daemon_for(plan.gmi_backend),
             LauncherSignals(processes) as signals,
         ):
-            store, port = loopback_store(timedelta(seconds=plan.gmi.timeout_s))
+            fd, port = loopback_listener()
             launch = SpawnedLaunch(
                 world_size=layout.per_node,
                 store_port=port,
                 secret=secrets.token_bytes(32),
                 scratch_root=scratch_root,
                 environ=gmi_environment(scratch_root),
+                close_first=(fd,) if method == "fork" else (),
             )
-            context = mp.get_context("spawn")
-            for rank in range(layout.per_node):
-                receive, send = context.Pipe(duplex=False)
-                process = context.Process(
-                    target=spawned_gmi_main,
-                    args=(plan, body, rank, launch, send),
-                    name=f"gmi-{rank}",
-                )
-                process.start()
-                send.close()  # the GMI holds the only writing end: EOF when it dies
-                processes.append(GmiProcess(rank, process, receive))
+            try:
+                if method == "fork":
+                    resource_tracker.ensure_running()  # the GMIs share the launcher's
+                context = mp.get_context(method)
+                for rank in range(layout.per_node):
+                    receive, send = context.Pipe(duplex=False)
+                    process = context.Process(
+                        target=spawned_gmi_main,
+                        args=(plan, body, rank, launch, send),
+                        name=f"gmi-{rank}",
+                    )
+                    process.start()
+                    send.close()  # the GMI holds the only writing end: EOF when it dies
+                    processes.append(GmiProcess(rank, process, receive))
+            except BaseException:
+                os.close(fd)
+                raise
+            store = loopback_store(fd, port, timedelta(seconds=plan.gmi.timeout_s))
             try:
                 survivable = Survivable(frozenset(plan.expendable), plan.min_expendable)
                 return supervise(processes, signals, TEARDOWN_GRACE_S, survivable)

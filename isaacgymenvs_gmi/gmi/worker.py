@@ -8,6 +8,7 @@ a single GMI. The body is passed in (the launcher picks it by mode), so this lay
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -48,6 +49,8 @@ class SpawnedLaunch:
         scratch_root: the run's private temp folder, removed by the launcher whatever happens;
             each GMI's scratch folder and temp files go inside it.
         environ: variables every GMI sets first (socket interfaces, ``TMPDIR``).
+        close_first: descriptors a forked GMI inherits and closes first (the store's
+            listening socket); empty for spawned GMIs, which inherit none.
     """
 
     world_size: int
@@ -55,6 +58,7 @@ class SpawnedLaunch:
     secret: bytes
     scratch_root: str
     environ: dict[str, str]
+    close_first: tuple[int, ...] = ()
 
 
 def loopback_sockets() -> dict[str, str]:
@@ -71,6 +75,17 @@ def _die_with_parent() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def name_process(name: str) -> None:
+    """Name this process (what ``ps -o comm``, ``top`` and ``psutil.Process.name()`` show; at
+    most 15 bytes), so a GMI can be told from its launcher, whose command line it shares when
+    forked."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(15, name.encode()[:15])  # PR_SET_NAME
     except OSError:
         pass
 
@@ -102,6 +117,8 @@ def spawned_gmi_main(
     ``results`` and exits 0 or 1."""
     stop = StopRequest(second_stops_now=False).install()  # first: Ctrl-C may come any time
     _die_with_parent()
+    name_process(f"gmi-{rank}")
+    _leave_the_launchers(launch.close_first)
     os.environ.update(launch.environ)
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(launch.world_size))
     tempfile.tempdir = None  # re-read TMPDIR
@@ -121,6 +138,16 @@ def spawned_gmi_main(
         results.close()
         sys.exit(1)
     results.close()
+
+
+def _leave_the_launchers(descriptors: tuple[int, ...]) -> None:
+    """A forked GMI lets go of what it inherited from the launcher: the descriptors named, and
+    the log handlers (their buffers are the launcher's to write; a GMI logs its own way)."""
+    for fd in descriptors:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    for handler in list(logging.root.handlers):
+        logging.root.removeHandler(handler)
 
 
 def gmi_main(plan: RunPlan, body: Body) -> Any:

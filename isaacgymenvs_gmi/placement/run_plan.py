@@ -52,3 +52,8 @@ class RunPlan:
     @property
     def mode(self) -> str:
         return self.gmi.mode
+
+    @property
+    def uses_gpu(self) -> bool:
+        """Whether physics or learning runs on a CUDA device."""
+        return any(d.startswith("cuda") for d in (self.sim.sim_device, self.sim.rl_device))

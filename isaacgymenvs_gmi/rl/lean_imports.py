@@ -1,4 +1,4 @@
-"""Import less of rl-games: its test networks, and with them torch's compiler, only on use.
+"""Import less of rl-games: its test networks, and torch's compiler, only on use.
 
 Importing rl-games' trainer pulls in ``rl_games.envs``, whose ``__init__`` imports the test
 networks (``testnet``, ``simplenet``, ``testnet_aux_loss``); one of them is decorated with
@@ -7,6 +7,18 @@ in every GMI). :func:`defer_rl_games_test_networks` puts the ``rl_games.envs`` p
 without running its ``__init__`` (its submodules import as usual) and registers the three
 networks under their names so that their module is imported when a config asks for one.
 rl-games' files are not touched. Call it before anything imports ``rl_games.common``.
+
+rl-games' trainer module imports ``torch._dynamo`` (torch's compiler) at its top, only to set
+one option; torch's optimizer imports it on its first ``add_param_group``, only to mark a few
+methods "never compile", and on every ``step``, only to call ``graph_break()``, which does
+nothing outside compiled code; ``torch.distributed`` clears the compiler's caches when it finds
+the module imported. That is about 1.1 s per process, though a run that does not
+``torch.compile`` never uses the compiler. :func:`defer_torch_compiler` puts a stand-in in its
+place that serves exactly those uses as the real module would outside compiled code (options
+set on ``config`` are recorded; ``graph_break()`` does nothing, nor does clearing caches that
+were never filled; the optimizer's marked methods run as themselves). Anything else asked of
+it (``torch.compile``, say) imports the real module, which then receives the recorded options
+and marks its methods again.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import types
 
 TEST_NETWORKS = {  # rl-games' name -> class in rl_games.envs.test_network
     "testnet": "TestNetBuilder",
@@ -47,3 +60,94 @@ def _on_first_use(cls: str):
         return getattr(module, cls)()
 
     return build
+
+
+COMPILER = "torch._dynamo"
+MARK_CACHE = "__dynamo_disable"  # where torch's "never compile" wrapper keeps what it calls
+
+
+def defer_torch_compiler() -> bool:
+    """Put the compiler's stand-in in place; whether it now is (False: the real module was
+    imported already)."""
+    if COMPILER in sys.modules:
+        return isinstance(sys.modules[COMPILER], _CompilerStandIn)
+    import torch  # noqa: F401 - the stand-in is a submodule of the real package
+
+    sys.modules[COMPILER] = _CompilerStandIn(COMPILER, _run_unmarked())
+    return True
+
+
+def _run_unmarked() -> list:
+    """Let the optimizer methods torch marks "never compile" (marking them imports the compiler
+    on their first call) run as themselves; returns the methods, to undo it."""
+    import torch._compile
+    from torch.optim.optimizer import Optimizer
+
+    marker = torch._compile._disable_dynamo(_nothing).__code__  # torch's marking wrapper
+    unmarked = []
+    for attr in vars(Optimizer).values():
+        inner = getattr(attr, "__wrapped__", None)
+        marked = getattr(attr, "__code__", None) is marker and callable(inner)
+        if marked and not hasattr(inner, MARK_CACHE):
+            setattr(inner, MARK_CACHE, inner)  # torch's wrapper calls what it finds here
+            unmarked.append(inner)
+    return unmarked
+
+
+def _nothing() -> None:
+    return None
+
+
+def _graph_break(msg: str = "") -> None:
+    """Outside compiled code the real one does nothing either."""
+
+
+class _UnusedTraceRules:
+    """``trace_rules`` of a compiler that never ran: its caches are empty."""
+
+    @staticmethod
+    def clear_lru_cache() -> None:
+        return None
+
+
+class _RecordedConfig:
+    """Takes ``config.<option> = value`` and keeps it; reads an option set here back, and any
+    other from the real compiler (importing it)."""
+
+    def __init__(self, load):
+        object.__setattr__(self, "recorded", {})
+        object.__setattr__(self, "_load", load)
+
+    def __setattr__(self, name: str, value) -> None:
+        self.recorded[name] = value
+
+    def __getattr__(self, name: str):
+        if name in self.recorded:
+            return self.recorded[name]
+        return getattr(self._load().config, name)
+
+
+class _CompilerStandIn(types.ModuleType):
+    """``torch._dynamo`` until something needs the real one (see the module docstring)."""
+
+    def __init__(self, name: str, unmarked: list):
+        super().__init__(name)
+        self.config = _RecordedConfig(self._load)
+        self.graph_break = _graph_break
+        self.trace_rules = _UnusedTraceRules()
+        self._unmarked = unmarked
+
+    def __getattr__(self, name: str):
+        return getattr(self._load(), name)
+
+    def _load(self) -> types.ModuleType:
+        if sys.modules.get(COMPILER) is self:
+            del sys.modules[COMPILER]
+        real = importlib.import_module(COMPILER)
+        for option, value in self.config.recorded.items():
+            setattr(real.config, option, value)
+        for method in self._unmarked:
+            if getattr(method, MARK_CACHE, None) is method:
+                delattr(method, MARK_CACHE)
+        self._unmarked = []
+        return real

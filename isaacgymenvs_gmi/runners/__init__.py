@@ -8,9 +8,10 @@ and a new package beside ``sync_ppo``, not a branch in the spine.
 from __future__ import annotations
 
 from isaacgymenvs_gmi.gmi.context import Body
-from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks
+from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks, defer_torch_compiler
 
 defer_rl_games_test_networks()  # before the bodies below import rl-games' trainer
+defer_torch_compiler()
 
 from .async_ppo import run_async_ppo  # noqa: E402
 from .result import RunResult  # noqa: E402

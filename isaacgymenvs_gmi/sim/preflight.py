@@ -6,6 +6,8 @@ recording every ``task.env`` key they read. A key the task reads that is missing
 is not a number where the bundled task file has a number, a model file that is not there: each
 is a :class:`~isaacgymenvs_gmi.config.ConfigError` naming the key, before any process starts.
 Compiling a model takes a few milliseconds; no ``MjData`` is created and nothing is stepped.
+The task's rules are built with their JAX arrays traced, not made, where the task allows it, so
+the launcher does not start JAX's backend (it stays single-threaded and may fork its GMIs).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def preflight_task(
         resolve_targets(randomization, model, task_cls.actors)  # refused naming the actor
     env = _Reads(task_config.get("env") or {})
     try:
-        task = task_cls(env, timing.dt, ModelInfo.from_model(model))
+        sizes = _task_sizes(task_cls, env, timing.dt, ModelInfo.from_model(model))
     except KeyError as err:
         key = err.args[0] if err.args else "?"
         raise ConfigError(
@@ -117,11 +119,28 @@ def preflight_task(
         raise _value_error(env, defaults or {}, err) from None
     _check_numbers(env, defaults or {})
     return TaskFootprint(
-        num_obs=int(task.num_obs),
-        num_states=int(task.num_states),
-        num_actions=int(task.num_actions),
+        *sizes,
         physics_state_values=int(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)),
     )
+
+
+def _task_sizes(
+    task_cls: type[TaskLogic], env: dict, dt: float, info: ModelInfo
+) -> tuple[int, int, int]:
+    """(num_obs, num_states, num_actions) of the task built with ``env``: traced (no JAX
+    backend started) where the task's constructor allows it, else built for real."""
+    import jax
+
+    def build() -> tuple[int, int, int]:
+        task = task_cls(env, dt, info)
+        return int(task.num_obs), int(task.num_states), int(task.num_actions)
+
+    sizes: list[tuple[int, int, int]] = []
+    try:
+        jax.make_jaxpr(lambda: sizes.append(build()) or ())()
+    except jax.errors.JAXTypeError:  # it needs concrete values (a TypeError: caught first)
+        return build()
+    return sizes[0]
 
 
 def _check_numbers(env: _Reads, defaults: dict[str, Any]) -> None:

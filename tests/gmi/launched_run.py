@@ -72,7 +72,7 @@ class LaunchedRun:
         seen is checked to be gone by :meth:`leftovers`."""
         children = psutil.Process(self.proc.pid).children(recursive=True)
         self.seen_gmis.update(c.pid for c in children)
-        return sorted(c.pid for c in children if "spawn_main" in " ".join(c.cmdline()))
+        return sorted(c.pid for c in children if c.name().startswith("gmi-"))
 
     def finish(self, timeout: float) -> int:
         """The run's exit code; waits ``timeout`` seconds on the reference machine (stretched)."""

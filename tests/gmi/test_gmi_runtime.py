@@ -78,7 +78,7 @@ def test_each_gmi_owns_its_cores_and_pools_match(tmp_path):
 
 
 def _gmi_pids(launcher: psutil.Process) -> list[int]:
-    kids = [p for p in launcher.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
+    kids = [p for p in launcher.children(recursive=True) if p.name().startswith("gmi-")]
     return [p.pid for p in kids]
 
 

@@ -46,9 +46,11 @@ def forge(port: int) -> int:
 
 
 def test_two_gmis_listen_on_loopback_only_and_a_forged_store_key_changes_nothing(tmp_path):
+    """Also: GMIs forked from the launcher (the default here) learn exactly as spawned ones."""
     args = ["task=Cartpole", "gmi.per_gpu=2", "max_iterations=12"]
-    reference = LaunchedRun(tmp_path / "a", *args)
+    reference = LaunchedRun(tmp_path / "a", *args, "gmi.start=spawn")
     assert reference.finish(timeout=300) == 0, reference.text("err")[-3000:]
+    assert "spawned: gmi.start=spawn)" in reference.text("err")
 
     run = LaunchedRun(tmp_path / "b", *args)
     run.wait_for("[GMI x2] epoch 1/", timeout=240)
@@ -58,7 +60,8 @@ def test_two_gmis_listen_on_loopback_only_and_a_forged_store_key_changes_nothing
     store_port = next(port for pid, _, port in sockets if pid == run.proc.pid)
     assert forge(store_port) > 0
     assert run.finish(timeout=300) == 0, run.text("err")[-3000:]
-    # same learning, bit for bit: the forged keys were never read
+    assert "forked: the launcher runs no thread a fork would break)" in run.text("err")
+    # same learning, bit for bit: the forged keys were never read, forked GMIs as spawned ones
     assert FINGERPRINT.findall(run.text("out")) == FINGERPRINT.findall(reference.text("out"))
     assert run.leftovers() == []
 
