@@ -16,6 +16,7 @@ from isaacgymenvs_gmi.tasks.base import PhysicsFrame
 
 from .backend import PhysicsBackend
 from .step_logic import EnvBuffers, StepLogic
+from .stored_programs import stored_jit
 from .world_params import WorldUpdate
 
 log = logging.getLogger(__name__)
@@ -48,14 +49,26 @@ class MjxBackend(PhysicsBackend):
         impl: Literal["jax", "warp"] = "jax",
         device: jax.Device | None = None,
         world: WorldUpdate | None = None,
+        logic_key: bytes | None = None,
     ):
+        """``logic_key``: bytes naming everything ``logic`` was built from (the task config);
+        with it, the programs are kept whole in the compile cache (:mod:`.stored_programs`)."""
         mjx = _import_mjx()
         self.logic = logic
         self.device = device or jax.devices()[0]
-        self._mx = mjx.put_model(_for_device(model, self.device), impl=impl, device=self.device)
+        device_model = _for_device(model, self.device)
+        self._mx = mjx.put_model(device_model, impl=impl, device=self.device)
         n = logic.num_envs
+        key = None
+        if logic_key is not None:
+            key = b"|".join((logic_key, _model_bytes(device_model), f"{impl} {nstep} {n}".encode()))
+        jit = _programs(key, type(logic.task))
+
+        def blank_worlds():
+            return jax.vmap(lambda _: mjx.make_data(self._mx, impl=impl))(jnp.arange(n))
+
         with jax.default_device(self.device):
-            self._data = jax.vmap(lambda _: mjx.make_data(self._mx, impl=impl))(jnp.arange(n))
+            self._data = jit("mjx_blank_worlds", blank_worlds)()
         self._seed = seed
         self._bufs: EnvBuffers | None = None
         mx = self._mx
@@ -97,11 +110,10 @@ class MjxBackend(PhysicsBackend):
             everyone = jnp.ones((n,), bool)
             return load(data, everyone, reset.qpos, reset.qvel), bufs, obs
 
-        self._fused_step = jax.jit(fused_step, donate_argnums=(0, 1))
-        self._refill = jax.jit(logic.refill, donate_argnums=(0,))
-
-        self._start = jax.jit(start, donate_argnums=(0,))
-        self._load = jax.jit(load, donate_argnums=(0,))
+        self._fused_step = jit("mjx_step", fused_step, donate_argnums=(0, 1))
+        self._refill = jit("mjx_refill", logic.refill, donate_argnums=(0,))
+        self._start = jit("mjx_start", start, donate_argnums=(0,))
+        self._load = jit("mjx_load", load, donate_argnums=(0,))
 
     def reset(self) -> jax.Array:
         key = jax.device_put(jax.random.PRNGKey(self._seed), self.device)
@@ -147,6 +159,25 @@ class MjxBackend(PhysicsBackend):
 
     def close(self) -> None:
         self._data = None
+
+
+def _programs(key: bytes | None, task_cls: type):
+    """``jit(name, fn, donate_argnums=())``: kept whole under ``key`` where there is one."""
+    if key is None:
+        return lambda name, fn, donate_argnums=(): jax.jit(fn, donate_argnums=donate_argnums)
+    code_of = tuple(dict.fromkeys(c.__module__ for c in task_cls.__mro__ if c is not object))
+
+    def jit(name: str, fn, donate_argnums=()):
+        return stored_jit(fn, name=name, key=key, code_of=code_of, donate_argnums=donate_argnums)
+
+    return jit
+
+
+def _model_bytes(model: mujoco.MjModel) -> bytes:
+    """The model as MuJoCo saves it (MJB): every field."""
+    buffer = np.empty(mujoco.mj_sizeModel(model), np.uint8)
+    mujoco.mj_saveModel(model, None, buffer)
+    return buffer.tobytes()
 
 
 def _for_device(model: mujoco.MjModel, device: jax.Device) -> mujoco.MjModel:

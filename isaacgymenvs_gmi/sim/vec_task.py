@@ -6,6 +6,7 @@ without copies where source and destination share a device.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -51,6 +52,11 @@ def to_torch(x: jax.Array | np.ndarray, device: torch.device) -> torch.Tensor:
     zero-copy when it already lives there."""
     t = torch.from_dlpack(x)
     return t if t.device == device else t.to(device, non_blocking=True)
+
+
+def _key_of(config: dict[str, Any]) -> bytes:
+    """The task config as bytes: with the model, all the backend's step logic is built from."""
+    return json.dumps(config, sort_keys=True, default=repr).encode()
 
 
 def _jax_device_for(sim_device: str) -> jax.Device:
@@ -154,7 +160,7 @@ class VecTask:
 
             device = _jax_device_for(sim_device)
             self.backend = MjxBackend(
-                logic, model, timing.nstep, seed, physics.mjx_impl, device, first
+                logic, model, timing.nstep, seed, physics.mjx_impl, device, first, _key_of(config)
             )
 
         self.noise = (  # observation and action noise of task.task.randomize; None: off

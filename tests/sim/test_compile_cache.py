@@ -1,5 +1,6 @@
-"""The persistent compile cache: a second run loads every program and compiles none, and trains
-the same; an entry written for another CPU is never read; ``off`` writes nothing."""
+"""The persistent compile cache: a second run loads every program (the big ones whole, not even
+traced) and compiles none, and trains the same; an entry written for another CPU is never read;
+``off`` writes nothing."""
 
 from __future__ import annotations
 
@@ -18,7 +19,17 @@ from isaacgymenvs_gmi.sim import compile_cache
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
-COUNTS = re.compile(r"XLA programs: (\d+) loaded from the compile cache, (\d+) compiled")
+COUNTS = re.compile(
+    r"XLA programs: (?:(\d+) loaded whole \(not traced\), )?(\d+) loaded from the compile cache, "
+    r"(\d+) compiled"
+)
+OTHERS = re.compile(r"the other 2 GMIs: (?:(\d+) loaded whole, )?(\d+) loaded, (\d+) compiled")
+
+
+def _counts(match: re.Match | None) -> tuple[int, int, int]:
+    """(loaded whole, loaded from the cache, compiled)."""
+    assert match is not None
+    return tuple(int(x or 0) for x in match.groups())
 
 
 def _mjx_cartpole(tmp_path: Path, runs: Path, cache: Path, *extra: str, env=None):
@@ -46,34 +57,35 @@ def _mjx_cartpole(tmp_path: Path, runs: Path, cache: Path, *extra: str, env=None
 
 
 def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = None):
-    """A 2-epoch run; returns (loaded, compiled, the final weights)."""
+    """A 2-epoch run; returns (loaded whole, loaded, compiled, the final weights)."""
     env = {**os.environ}
     if fingerprint is not None:
         env[compile_cache.CPU_FINGERPRINT_ENV] = fingerprint
     runs = tmp_path / name
     proc = _mjx_cartpole(tmp_path, runs, cache, "max_iterations=2", env=env)
-    loaded, compiled = (int(x) for x in COUNTS.search(proc.stderr).groups())
+    whole, loaded, compiled = _counts(COUNTS.search(proc.stderr))
     assert re.search(r"start-up [\d.]+ s to the first epoch: imports [\d.]+ s, ", proc.stderr)
     (checkpoint,) = runs.glob("*/nn/last_*.pth")
     weights = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]
-    return loaded, compiled, weights
+    return whole, loaded, compiled, weights
 
 
 def test_a_second_run_loads_every_program_compiles_none_and_trains_the_same(tmp_path):
     cache = tmp_path / "cache"
-    loaded, compiled, cold = _train(tmp_path, "cold", cache)
-    assert loaded == 0 and compiled > 0
-    loaded, compiled_again, warm = _train(tmp_path, "warm", cache)
-    assert compiled_again == 0 and loaded == compiled
+    whole, loaded, compiled, cold = _train(tmp_path, "cold", cache)
+    assert whole == loaded == 0 and compiled > 0
+    whole, loaded, compiled_again, warm = _train(tmp_path, "warm", cache)
+    assert compiled_again == 0 and whole + loaded == compiled
+    assert whole >= 3  # the MJX step, its start and its blank worlds, not even traced
     assert cold.keys() == warm.keys()
     assert all(torch.equal(cold[k], warm[k]) for k in cold)
 
 
 def test_an_entry_written_for_another_cpu_is_never_read(tmp_path):
     cache = tmp_path / "cache"
-    _, compiled, _ = _train(tmp_path, "a", cache, fingerprint="x86_64 avx512f made-up")
-    loaded, compiled_b, _ = _train(tmp_path, "b", cache, fingerprint="x86_64 sse2 made-up")
-    assert loaded == 0 and compiled_b == compiled
+    _, _, compiled, _ = _train(tmp_path, "a", cache, fingerprint="x86_64 avx512f made-up")
+    whole, loaded, compiled_b, _ = _train(tmp_path, "b", cache, fingerprint="x86_64 sse2 made-up")
+    assert whole == loaded == 0 and compiled_b == compiled
     assert len([p for p in cache.iterdir() if p.is_dir()]) == 2  # one folder per CPU
 
 
@@ -104,8 +116,8 @@ def test_three_gmis_on_a_cold_cache_compile_each_program_once(tmp_path):
     proc = _mjx_cartpole(
         tmp_path, tmp_path / "runs", tmp_path / "cache", "max_iterations=1", "gmi.per_gpu=3"
     )
-    _, compiled = (int(x) for x in COUNTS.search(proc.stdout + proc.stderr).groups())
-    others = re.search(r"the other 2 GMIs: (\d+) loaded, (\d+) compiled", proc.stdout + proc.stderr)
-    assert compiled > 0 and others is not None, proc.stderr[-3000:]
-    loaded_by_others, compiled_by_others = (int(x) for x in others.groups())
-    assert compiled_by_others == 0 and loaded_by_others >= compiled  # 2 x each program, loaded
+    text = proc.stdout + proc.stderr
+    _, _, compiled = _counts(COUNTS.search(text))
+    whole, loaded, compiled_by_others = _counts(OTHERS.search(text))
+    assert compiled > 0 and compiled_by_others == 0, proc.stderr[-3000:]
+    assert whole + loaded >= compiled  # 2 x each program, loaded

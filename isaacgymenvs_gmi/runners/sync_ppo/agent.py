@@ -76,12 +76,15 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
     def compile_note(self) -> str:
         """GMI 0's XLA programs, and the other GMIs' summed (collective)."""
         counts = compile_counts()
-        mine = torch.tensor([counts.loaded, counts.compiled], dtype=torch.float64)
-        rows = self.group.all_gather_vector(mine, "XLA program counts")
-        others = rows[1:].sum(dim=0).tolist()
+        mine = [counts.loaded_whole, counts.loaded, counts.compiled]
+        rows = self.group.all_gather_vector(
+            torch.tensor(mine, dtype=torch.float64), "XLA program counts"
+        )
+        whole, loaded, compiled = (int(x) for x in rows[1:].sum(dim=0).tolist())
         return (
             f"{counts.describe()} (the other {self.group.world_size - 1} GMIs: "
-            f"{int(others[0])} loaded, {int(others[1])} compiled)"
+            + (f"{whole} loaded whole, " if whole else "")
+            + f"{loaded} loaded, {compiled} compiled)"
         )
 
     def save(self, fn):
