@@ -1,10 +1,12 @@
-"""The GMIs of a device compile their programs once: the first builds a throwaway env and runs
-what training runs (every program compiled and written to the compile cache), then opens the
-gate; the others wait for it before building theirs, and load every program from the cache.
+"""The GMIs of a device compile their programs once: the first that builds an env builds a
+throwaway one and runs what training runs (every program compiled and written to the compile
+cache), then opens the gate; the others wait for it before building theirs, and load every
+program from the cache.
 
-Only where it helps and cannot hang: a compile cache is set, the device has several GMIs, and
-they were spawned by this run's launcher (their scratch folders share a parent, where the gate
-is a file). A GMI that waits longer than the start-up timeout goes on and compiles for itself.
+Only where it helps and cannot hang: a compile cache is set, the device has several GMIs that
+build envs (every GMI in sync and serve mode, the actors in async mode), and they were started
+by this run's launcher (their scratch folders share a parent, where the gate is a file). A GMI
+that waits longer than the start-up timeout goes on and compiles for itself.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,16 +30,25 @@ class CompileGate:
     timeout_s: float
 
     @classmethod
-    def of(cls, ctx: GmiContext) -> CompileGate | None:
-        """This GMI's gate, or None where there is none (see the module docstring)."""
+    def of(cls, ctx: GmiContext, builders: Collection[int] | None = None) -> CompileGate | None:
+        """This GMI's gate, or None where there is none (see the module docstring).
+        ``builders``: the GMIs that build envs (None: every GMI)."""
         plan, group = ctx.plan, ctx.group
         if group is None or ctx.scratch_dir is None or plan.under_torchrun:
             return None
-        if plan.gmi.compile_cache == "off" or plan.layout.per_device < 2:
+        if plan.gmi.compile_cache == "off":
             return None
-        place = plan.layout.place(group.rank)
+        layout, place = plan.layout, plan.layout.place(group.rank)
+        on_device = [
+            r
+            for r in range(layout.world_size)
+            if (builders is None or r in builders)
+            and (layout.place(r).node, layout.place(r).device) == (place.node, place.device)
+        ]
+        if len(on_device) < 2 or group.rank not in on_device:
+            return None
         path = Path(ctx.scratch_dir).parent / f"compiled-device{place.device}"
-        return cls(path, place.slot == 0, group.startup_timeout_s)
+        return cls(path, on_device[0] == group.rank, group.startup_timeout_s)
 
     def open(self) -> None:
         self.path.touch()
@@ -51,11 +63,14 @@ class CompileGate:
             time.sleep(0.05)
 
 
-def compile_once_per_device(ctx: GmiContext, build) -> None:
-    """Call before building this GMI's env: the device's first GMI compiles every program on a
-    throwaway env from ``build()`` (then discarded) and opens the gate; the others wait for it.
-    Any body that builds envs in several GMIs of a device can use it."""
-    gate = CompileGate.of(ctx)
+def compile_once_per_device(
+    ctx: GmiContext, build, builders: Collection[int] | None = None
+) -> None:
+    """Call before building this GMI's env: the device's first GMI of ``builders`` (the GMIs
+    that build envs; None: all) compiles every program on a throwaway env from ``build()`` (then
+    discarded) and opens the gate; the others wait for it. Any body that builds envs in several
+    GMIs of a device can use it."""
+    gate = CompileGate.of(ctx, builders)
     if gate is None:
         return
     if not gate.opener:

@@ -14,7 +14,9 @@ made *before* tracing, from everything the traced program depends on:
 - the arguments' tree, shapes and dtypes (per call signature).
 
 The files live in ``<compile cache>/programs`` (the cache folder is already one per CPU), are
-written atomically (a reader never sees half a file), and go with the cache's ``--clear``.
+written atomically (a reader never sees half a file), and go with the cache's ``--clear``. A file
+holds the executable as JAX serializes it and the structure of its outputs as JSON
+(:mod:`.tree_codec`); nothing of ours unpickles it.
 Without a compile cache, a stored program is a plain ``jax.jit``. A file that cannot be loaded
 is compiled again and replaced.
 """
@@ -24,9 +26,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
+import json
 import logging
 import os
-import pickle
 import re
 import sys
 import tempfile
@@ -37,11 +39,13 @@ from typing import Any
 
 import jax
 
+from . import tree_codec
 from .compile_cache import compile_counts
 
 log = logging.getLogger(__name__)
 
 FOLDER = "programs"
+MAGIC = b"isaacgymenvs_gmi program 1\n"
 MAX_BYTES = 1 << 30  # least recently used files go first beyond this
 JAX_SETTINGS = (  # settings that change what a traced function becomes
     "jax_enable_x64",
@@ -91,7 +95,8 @@ def stored_jit(
             digest = base.copy()
             digest.update(stable.encode())
             path = folder / f"{name}-{digest.hexdigest()[:40]}.exe"
-            program = programs[signature] = _load(path) or _compile_and_store(jitted, args, path)
+            program = _load(path, args, code_of) or _compile_and_store(jitted, args, path)
+            programs[signature] = program
         last[:] = [program]
         return program(*args)
 
@@ -170,7 +175,9 @@ def _source_files(name: str) -> list[Path]:
     return sorted(f for folder in folders for f in Path(folder).rglob("*.py"))
 
 
-def _load(path: Path):
+def _load(path: Path, args: tuple, code_of: Iterable[str]):
+    """The program kept at ``path`` for calls like ``args``, or None (no file, or one that
+    cannot be used: another jaxlib's, truncated, ...)."""
     try:
         blob = path.read_bytes()
     except OSError:
@@ -178,14 +185,31 @@ def _load(path: Path):
     try:
         from jax.experimental.serialize_executable import deserialize_and_load
 
+        out_tree, executable = _unpack(blob, code_of)
         _ready_lapack()
-        program = deserialize_and_load(*pickle.loads(blob))
-    except Exception as err:  # noqa: BLE001 - another jaxlib's file, truncated, ...: compile
+        in_tree = jax.tree_util.tree_structure((args, {}))
+        program = deserialize_and_load(executable, in_tree, out_tree)
+    except Exception as err:  # noqa: BLE001 - whatever is wrong with it: compile instead
         log.debug("stored program %s not loaded (%s): compiling it", path.name, err)
         return None
     os.utime(path)  # recently used
     compile_counts().loaded_whole += 1
     return program
+
+
+def _pack(out_tree, executable: bytes) -> bytes:
+    """[magic | header length | JSON header (the output's structure) | executable]."""
+    header = json.dumps({"out_tree": tree_codec.encode(out_tree)}).encode()
+    return MAGIC + len(header).to_bytes(8, "big") + header + executable
+
+
+def _unpack(blob: bytes, code_of: Iterable[str]):
+    if not blob.startswith(MAGIC):
+        raise ValueError("not a stored program")
+    start = len(MAGIC) + 8
+    end = start + int.from_bytes(blob[len(MAGIC) : start], "big")
+    header = json.loads(blob[start:end])
+    return tree_codec.decode(header["out_tree"], code_of), blob[end:]
 
 
 @cache
@@ -204,8 +228,9 @@ def _compile_and_store(jitted, args: tuple, path: Path):
     try:
         from jax.experimental.serialize_executable import serialize
 
-        blob = pickle.dumps(serialize(program))
-    except Exception as err:  # noqa: BLE001 - e.g. a program with host callbacks
+        executable, _, out_tree = serialize(program)
+        blob = _pack(out_tree, executable)
+    except Exception as err:  # noqa: BLE001 - e.g. host callbacks, an unusual output
         log.info("program %s is not kept whole (%s)", path.stem, err)
         return program
     path.parent.mkdir(parents=True, exist_ok=True)

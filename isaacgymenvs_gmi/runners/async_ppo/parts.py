@@ -121,6 +121,7 @@ def build_actor(
     from rl_games.algos_torch.a2c_continuous import A2CAgent
 
     from isaacgymenvs_gmi.channels import flatten
+    from isaacgymenvs_gmi.gmi.compile_gate import compile_once_per_device
     from isaacgymenvs_gmi.rl.vecenv import wrap_env
     from isaacgymenvs_gmi.sim.envs import make_env
     from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
@@ -132,14 +133,21 @@ def build_actor(
         assets_root=plan.sim.assets_root,
         num_threads=resources.threads,
     )
-    env = make_env(
-        plan.task_config,
-        resources.rl_device,
-        resources.sim_device,
-        physics=physics,
-        seed=plan.seed + gmi,
-        states_for_critic=plan.train.central_value,
-    )
+
+    def build():
+        return make_env(
+            plan.task_config,
+            resources.rl_device,
+            resources.sim_device,
+            physics=physics,
+            seed=plan.seed + gmi,
+            states_for_critic=plan.train.central_value,
+        )
+
+    # the device's first GMI that plays compiles for the others (serve: every GMI plays)
+    players = None if plan.mode == "serve" else range(plan.gmi.trainers, plan.world_size)
+    compile_once_per_device(ctx, build, players)
+    env = build()
     agent = build_agent(
         plan,
         rl_device=resources.rl_device,
