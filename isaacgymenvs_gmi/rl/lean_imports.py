@@ -138,6 +138,11 @@ class _CompilerStandIn(types.ModuleType):
         self._unmarked = unmarked
 
     def __getattr__(self, name: str):
+        # a module's dunders (``__file__``, ...) are asked of every module by tools walking
+        # sys.modules (``inspect.getmodule``), even halfway through another import: absent here.
+        # ``__path__`` is asked when a submodule is imported: that needs the real package.
+        if name.startswith("__") and name.endswith("__") and name != "__path__":
+            raise AttributeError(name)
         return getattr(self._load(), name)
 
     def _load(self) -> types.ModuleType:

@@ -65,3 +65,24 @@ print("ok")
 def test_the_compiler_loads_only_when_something_compiles():
     proc = subprocess.run([sys.executable, "-c", COMPILER], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+WALKED = """
+import inspect, sys
+import isaacgymenvs_gmi.runners
+import torch
+# tools that walk sys.modules ask every module for its dunders: the stand-in stays
+assert inspect.getmodule(torch.ones) is not None
+assert type(sys.modules["torch._dynamo"]).__name__ == "_CompilerStandIn"
+# what imported the compiler in the middle of another import before: DTensor comparisons
+torch.testing.assert_close(torch.ones(2), torch.ones(2))
+import torch.distributed.tensor  # noqa: F401
+import torch._dynamo.config  # a submodule: the real package is imported for it
+assert type(sys.modules["torch._dynamo"]).__name__ == "module"
+print("ok")
+"""
+
+
+def test_walking_the_modules_leaves_the_stand_in_and_submodules_load_the_real_one():
+    proc = subprocess.run([sys.executable, "-c", WALKED], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
