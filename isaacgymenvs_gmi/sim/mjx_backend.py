@@ -72,10 +72,12 @@ class MjxBackend(PhysicsBackend):
         self._seed = seed
         self._bufs: EnvBuffers | None = None
         mx = self._mx
-        index = jnp.asarray(logic.ctrl_index)
-        scale = jnp.asarray(logic.ctrl_scale, jnp.float32)
-        offset = jnp.asarray(logic.ctrl_offset, jnp.float32)
-        act_index = jnp.asarray(logic.task.info.act_qpos_index)  # intvelocity targets
+        # constants of the programs below, kept as numpy arrays: made on the device they would
+        # each cost a small program of their own at every start
+        index = np.asarray(logic.ctrl_index)
+        scale = np.asarray(logic.ctrl_scale, np.float32)
+        offset = np.asarray(logic.ctrl_offset, np.float32)
+        act_index = np.asarray(logic.task.info.act_qpos_index)  # intvelocity targets
 
         def load(data, mask, qpos, qvel):
             return _load(data, mask, qpos, qvel, act_index)
@@ -193,7 +195,7 @@ def _for_device(model: mujoco.MjModel, device: jax.Device) -> mujoco.MjModel:
     return sparse
 
 
-def _load(data, mask: jax.Array, qpos: jax.Array, qvel: jax.Array, act_index: jax.Array):
+def _load(data, mask: jax.Array, qpos: jax.Array, qvel: jax.Array, act_index: np.ndarray):
     """Worlds where ``mask`` (N,) is true restart from (qpos (N, nq), qvel (N, nv)) at rest;
     actuator activations (na,) restart at ``qpos[:, act_index]``."""
     m = mask[:, None]
