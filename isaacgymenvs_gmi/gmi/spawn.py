@@ -6,9 +6,10 @@ The launcher owns everything a run leaves open, and closes it whatever happens:
 - a per-run secret that signs what GMIs publish in it, handed to each GMI through the spawn
   pipe (:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`);
 - a private temp folder (every GMI's scratch folder and ``TMPDIR``), removed at the end;
-- the GMI processes, forked from the launcher where that is safe (it is still single-threaded:
-  the store starts after them) and spawned otherwise (:mod:`.start_method`), watched by
-  :func:`~.supervise.supervise`; an MPS daemon the launch had to start is stopped.
+- the GMI processes, forked from the launcher where that is safe (no thread a fork would break
+  runs in it: the store's server starts after them) and spawned otherwise
+  (:mod:`.start_method`), watched by :func:`~.supervise.supervise`; an MPS daemon the launch
+  had to start is stopped.
 
 GMI sockets (gloo, NCCL's bootstrap) use the loopback interface.
 """
