@@ -34,6 +34,7 @@ LAYERS = {
     "xla_defaults": 9,
     "console": 9,  # filters library chatter; imports nothing of ours
     "startup_clock": 9,  # marks on the way to the first epoch; imports nothing of ours
+    "atomic_file": 9,  # whole-or-absent files; imports nothing of ours
 }
 SOURCES = {  # package part -> folder on disk
     **{name: ROOT / "isaacgymenvs_gmi" for name in LAYERS},

@@ -26,13 +26,14 @@ import io
 import json
 import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from isaacgymenvs_gmi.atomic_file import write_atomically
 
 FORMAT = "isaacgymenvs_gmi.recording/1"
 MANIFEST = "manifest.json"
@@ -41,22 +42,6 @@ _PART = re.compile(r"gmi(\d{3,})-manifest\.json")
 
 class RecordingError(RuntimeError):
     """A recording on disk is missing, incomplete, inconsistent or corrupted."""
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to a temporary file next to ``path``, then move it onto ``path``."""
-    folder, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-        raise
 
 
 def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
@@ -149,7 +134,7 @@ class ExperienceRecorder:
             return
         data = _npz_bytes({k: np.concatenate(parts) for k, parts in self._pending.items()})
         name = f"gmi{self.gmi:03d}-shard{len(self._shards):05d}.npz"
-        _atomic_write(os.path.join(self.folder, name), data)
+        write_atomically(os.path.join(self.folder, name), data)
         digest = hashlib.sha256(data).hexdigest()
         self._shards.append({"file": name, "steps": self._buffered, "sha256": digest})
         self._pending = {k: [] for k in self.kinds}
@@ -176,7 +161,7 @@ class ExperienceRecorder:
             "meta": self.meta,
         }
         path = os.path.join(self.folder, f"gmi{self.gmi:03d}-manifest.json")
-        _atomic_write(path, json.dumps(part, indent=1).encode())
+        write_atomically(path, json.dumps(part, indent=1).encode())
         self._part = part
         return part
 
@@ -236,7 +221,7 @@ def merge_manifests(folder: str, expected_gmis: int | None = None) -> dict:
         "policy_version": {"min": min(versions, default=None), "max": max(versions, default=None)},
         "meta": next((p["meta"] for p in parts if p["gmi"] == 0), parts[0]["meta"]),
     }
-    _atomic_write(os.path.join(folder, MANIFEST), json.dumps(manifest, indent=1).encode())
+    write_atomically(os.path.join(folder, MANIFEST), json.dumps(manifest, indent=1).encode())
     return manifest
 
 

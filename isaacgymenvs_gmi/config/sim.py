@@ -135,7 +135,7 @@ def detect_platform() -> tuple[bool, tuple[str, ...], bool]:
     JAX's default settings a GPU backend preallocates most of the device memory, so set
     ``XLA_PYTHON_CLIENT_*`` variables (e.g. ``XLA_PYTHON_CLIENT_PREALLOCATE=false``) before
     calling it in a process that shares its GPU with other GMIs. Where nothing installed could,
-    the answer is known without starting either (the process stays single-threaded, so it may
+    the answer is known without starting either (no thread pools start, so the process may
     start its GMIs by forking).
     """
     import torch

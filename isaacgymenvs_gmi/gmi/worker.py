@@ -72,22 +72,20 @@ def loopback_sockets() -> dict[str, str]:
 
 def _die_with_parent() -> None:
     """Ask the kernel to kill this GMI if its launcher dies: no orphans, whatever happens."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def name_process(name: str) -> None:
     """Name this process (what ``ps -o comm``, ``top`` and ``psutil.Process.name()`` show; at
     most 15 bytes), so a GMI can be told from its launcher, whose command line it shares when
     forked."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(15, name.encode()[:15])  # PR_SET_NAME
-    except OSError:
-        pass
+    _prctl(15, name.encode()[:15])  # PR_SET_NAME
+
+
+def _prctl(option: int, value: int | bytes) -> None:
+    """Linux's ``prctl``; a no-op where there is none."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
 
 
 def run_in_process(plan: RunPlan, body: Body) -> Any:

@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from isaacgymenvs_gmi.atomic_file import write_atomically
 from isaacgymenvs_gmi.placement.inventory import Inventory
 
 PACKAGES = ("isaacgymenvs_gmi", "torch", "jax", "jaxlib", "mujoco", "mujoco-mjx", "rl-games")
@@ -116,7 +117,5 @@ class PlanCache:
     def store(self, result: dict) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
         entry = {"key": self.key, "task": self.task, **self.machine, "result": result}
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entry, indent=2) + "\n")
-        os.replace(tmp, self.path)
+        write_atomically(self.path, (json.dumps(entry, indent=2) + "\n").encode())
         return self.path

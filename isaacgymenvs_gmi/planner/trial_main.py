@@ -16,6 +16,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from isaacgymenvs_gmi.atomic_file import write_atomically
+
 
 def measured_rate(result, mode: str, warmup_epochs: int) -> float:
     """Throughput of a finished trial run: the median epoch's env steps/s after warm-up (sync;
@@ -30,9 +32,7 @@ def measured_rate(result, mode: str, warmup_epochs: int) -> float:
 
 
 def _write(path: Path, payload: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload))
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(payload).encode())
 
 
 def main(argv: list[str]) -> int:

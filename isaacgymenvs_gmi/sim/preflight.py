@@ -7,7 +7,7 @@ is not a number where the bundled task file has a number, a model file that is n
 is a :class:`~isaacgymenvs_gmi.config.ConfigError` naming the key, before any process starts.
 Compiling a model takes a few milliseconds; no ``MjData`` is created and nothing is stepped.
 The task's rules are built with their JAX arrays traced, not made, where the task allows it, so
-the launcher does not start JAX's backend (it stays single-threaded and may fork its GMIs).
+the launcher does not start JAX's backend (its thread pools would keep it from forking GMIs).
 """
 
 from __future__ import annotations

@@ -31,13 +31,14 @@ import logging
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jax
+
+from isaacgymenvs_gmi.atomic_file import write_atomically
 
 from . import tree_codec
 from .compile_cache import compile_counts
@@ -141,7 +142,10 @@ def _environment_key(code_of: tuple[str, ...]) -> bytes:
     """Code, versions, JAX settings, XLA flags and devices: hashed once per process."""
     digest = hashlib.sha256()
     own = __name__.split(".")[0]
-    for name in dict.fromkeys((own, f"{own}.tasks", "mujoco.mjx", *code_of)):
+    packages = (own, f"{own}.tasks", "mujoco.mjx")  # the suite lives in a folder of its own
+    covered = tuple(f"{p}." for p in packages)  # a task module inside them is read with them
+    extra = [n for n in code_of if not n.startswith(covered)]
+    for name in dict.fromkeys((*packages, *extra)):
         for path in _source_files(name):
             digest.update(str(path.name).encode())
             try:
@@ -233,14 +237,10 @@ def _compile_and_store(jitted, args: tuple, path: Path):
     except Exception as err:  # noqa: BLE001 - e.g. host callbacks, an unusual output
         log.info("program %s is not kept whole (%s)", path.stem, err)
         return program
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, blob)
     except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
         log.warning("program %s not stored: %s", path.stem, err)
         return program
     _evict(path.parent)

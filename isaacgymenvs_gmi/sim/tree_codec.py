@@ -121,14 +121,13 @@ def _encode_static(value: Any) -> Any:
 def _decode_static(data: Any, allowed: tuple[str, ...]) -> Any:
     if data is None or isinstance(data, bool | str):
         return data
-    if not isinstance(data, dict) or len(data) not in (1, 2, 3):
+    if not isinstance(data, dict):
         raise UnsupportedTree(f"static data: {str(data)[:80]}")
     if "tuple" in data or "list" in data:
         items = [_decode_static(v, allowed) for v in next(iter(data.values()))]
         return tuple(items) if "tuple" in data else items
     if "number" in data:
-        kind = {"int": int, "float": float}[data["number"]]
-        return kind(float(data["value"])) if kind is float else int(data["value"])
+        return float(data["value"]) if data["number"] == "float" else int(data["value"])
     if "scalar" in data:
         dtype = np.dtype(data["scalar"])
         return dtype.type(float(data["value"]) if dtype.kind in "fc" else int(data["value"]))

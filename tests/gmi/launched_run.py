@@ -68,11 +68,12 @@ class LaunchedRun:
         raise AssertionError(f"no {needle!r} within {timeout} s:\n{self.text('err')[-3000:]}")
 
     def gmi_pids(self) -> list[int]:
-        """The launcher's GMI processes (spawned Python children, in GMI order); every child
-        seen is checked to be gone by :meth:`leftovers`."""
-        children = psutil.Process(self.proc.pid).children(recursive=True)
-        self.seen_gmis.update(c.pid for c in children)
-        return sorted(c.pid for c in children if c.name().startswith("gmi-"))
+        """The launcher's GMI processes (its children named ``gmi-<rank>``, in GMI order); every
+        descendant seen is checked to be gone by :meth:`leftovers`."""
+        launcher = psutil.Process(self.proc.pid)
+        self.seen_gmis.update(c.pid for c in launcher.children(recursive=True))
+        gmis = {c.name(): c.pid for c in launcher.children() if c.name().startswith("gmi-")}
+        return [gmis[name] for name in sorted(gmis, key=lambda n: int(n[4:]))]
 
     def finish(self, timeout: float) -> int:
         """The run's exit code; waits ``timeout`` seconds on the reference machine (stretched)."""

@@ -78,8 +78,8 @@ def test_each_gmi_owns_its_cores_and_pools_match(tmp_path):
 
 
 def _gmi_pids(launcher: psutil.Process) -> list[int]:
-    kids = [p for p in launcher.children(recursive=True) if p.name().startswith("gmi-")]
-    return [p.pid for p in kids]
+    gmis = {p.name(): p.pid for p in launcher.children() if p.name().startswith("gmi-")}
+    return [gmis[name] for name in sorted(gmis, key=lambda n: int(n[4:]))]
 
 
 def test_kill_9_one_gmi_stops_all_and_leaves_a_loadable_checkpoint(tmp_path):
