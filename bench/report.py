@@ -147,7 +147,7 @@ def rows() -> list[str]:
                 f"{t['first_reward']:.1f} -> {t['final_reward']:.1f} in {t['wall_s']:.0f} s "
                 f"| | | rising | {tasks['machine']['cores']}-core CPU |"
             )
-    return out + async_rows() + randomization_rows()
+    return out + async_rows() + randomization_rows() + startup_rows()
 
 
 def async_rows() -> list[str]:
@@ -220,6 +220,27 @@ def randomization_rows() -> list[str]:
             f"| {learn['machine']['cores']}-core CPU |"
         )
     return out
+
+
+def startup_rows() -> list[str]:
+    """Time to the first epoch (bench/startup.py)."""
+    run = _load("startup")
+    if not run:
+        return []
+    med, ratio, target = run["median_s"], run["ratios"], run["targets"]
+    cores = f"{run['machine']['cores']}-core CPU"
+    return [
+        f"| Ant start-up to epoch 1, C engine, warm cache | {med['c_1gmi_warm']:.2f} s "
+        f"| bare import of torch, jax, mujoco, rl_games {med['bare_import']:.2f} s "
+        f"| **{ratio['c_warm_over_bare_import']:.2f}** "
+        f"| <= {target['c_warm_over_bare_import']} | {cores} |",
+        f"| Ant start-up to epoch 1, MJX, warm cache | {med['mjx_warm']:.2f} s "
+        f"| cold cache {med['mjx_cold']:.2f} s | **{ratio['mjx_warm_over_cold']:.2f}** "
+        f"| <= {target['mjx_warm_over_cold']} | {cores} |",
+        f"| Ant start-up to epoch 1, 3 GMIs, warm cache | {med['c_3gmi_warm']:.2f} s "
+        f"| 1 GMI {med['c_1gmi_warm']:.2f} s | **{ratio['three_over_one']:.2f}** "
+        f"| <= {target['three_over_one']} | {cores} |",
+    ]
 
 
 def main() -> None:

@@ -15,24 +15,12 @@ import numpy as np
 from isaacgymenvs_gmi.tasks.base import PhysicsFrame
 
 from .backend import PhysicsBackend
+from .mjx_import import import_mjx
 from .step_logic import EnvBuffers, StepLogic
 from .stored_programs import stored_jit
 from .world_params import WorldUpdate
 
 log = logging.getLogger(__name__)
-
-
-def _import_mjx():
-    # MJX logs a warning when its optional warp implementation is missing; we choose the
-    # implementation explicitly, so keep that noise out of the user's console.
-    quiet = logging.getLogger("absl")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
-    try:
-        from mujoco import mjx
-    finally:
-        quiet.setLevel(level)
-    return mjx
 
 
 class MjxBackend(PhysicsBackend):
@@ -53,7 +41,7 @@ class MjxBackend(PhysicsBackend):
     ):
         """``logic_key``: bytes naming everything ``logic`` was built from (the task config);
         with it, the programs are kept whole in the compile cache (:mod:`.stored_programs`)."""
-        mjx = _import_mjx()
+        mjx = import_mjx()
         self.logic = logic
         self.device = device or jax.devices()[0]
         device_model = _for_device(model, self.device)

@@ -10,7 +10,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from isaacgymenvs_gmi.sim.mjx_backend import _import_mjx, _load
+from isaacgymenvs_gmi.sim.mjx_backend import _load
+from isaacgymenvs_gmi.sim.mjx_import import import_mjx
 from isaacgymenvs_gmi.sim.mujoco_backend import WorldBatch, aligned_empty
 from isaacgymenvs_gmi.tasks.base import stateful_actuator_qpos
 
@@ -71,7 +72,7 @@ def test_world_batch_offsets_controls_and_restarts_activations(model):
 
 
 def test_mjx_load_restarts_activations(model):
-    mjx = _import_mjx()
+    mjx = import_mjx()
     mx = mjx.put_model(model)
     data = mjx.make_data(mx)
     batch = data.replace(
