@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import random
+from dataclasses import dataclass
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from isaacgymenvs_gmi import startup_clock
-from isaacgymenvs_gmi.channels.batcher import batch_geometry
 from isaacgymenvs_gmi.comm import ipc_possible, mrr_valid
 from isaacgymenvs_gmi.config import (
     ConfigError,
@@ -26,10 +27,10 @@ from isaacgymenvs_gmi.config import (
     resolve_sim_settings,
     validate_train_config,
 )
-from isaacgymenvs_gmi.config.async_mode import ServeSettings
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
+from isaacgymenvs_gmi.config.serve import ServeSettings
 from isaacgymenvs_gmi.config.sources import bundled_config_dir
 from isaacgymenvs_gmi.config.upstream_switches import not_applied
 from isaacgymenvs_gmi.config.video import VideoSettings
@@ -37,7 +38,7 @@ from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
-from isaacgymenvs_gmi.placement.backends import layout_for, node_layout
+from isaacgymenvs_gmi.placement.backends import NodeLayout, layout_for, node_layout
 from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 from isaacgymenvs_gmi.placement.inventory import Inventory, detect_inventory
 from isaacgymenvs_gmi.placement.layout import GmiLayout
@@ -49,7 +50,7 @@ from isaacgymenvs_gmi.placement.machine_limits import (
 )
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
-from isaacgymenvs_gmi.runners import BODIES, RunResult, body_for
+from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, RunResult, mode_named, mode_of
 from isaacgymenvs_gmi.sim.compile_cache import cache_folder, use_compile_cache
 from isaacgymenvs_gmi.sim.envs import is_task_logic
 from isaacgymenvs_gmi.sim.foreign import preflight_vec_task
@@ -73,114 +74,52 @@ def plan_run(
 ) -> RunPlan:
     """Validate ``cfg`` into a :class:`RunPlan` (raises :class:`ConfigError`)."""
     task_modules = load_task_modules(cfg.get("task_modules"))
-    try:
-        task_cls = get_task_class(cfg.task_name)
-    except UnknownTaskError as e:
-        raise ConfigError("task", cfg.task_name, str(e).split(": ", 1)[1]) from None
-    task_config = OmegaConf.to_container(cfg.task, resolve=True)  # resolved once, handed on
-    vec_task = not is_task_logic(task_cls)  # a class with IsaacGymEnvs' VecTask interface
-    if vec_task and not is_vec_task_class(task_cls):
-        raise ConfigError(
-            "task", cfg.task_name, f"{task_cls!r} is neither a TaskLogic nor a VecTask class"
-        )
-    try:
-        if not vec_task:
-            task_cls.check_config(task_config["env"])
-    except TaskConfigError as e:
-        raise ConfigError(f"task.env.{e.key}", e.value, e.constraint) from None
+    task = _task_of(cfg)
     check_run_inputs(cfg)
     gmi = GmiConfig.from_cfg(cfg.get("gmi"))
-    num_envs = task_config["env"]["numEnvs"]
+    num_envs = task.config["env"]["numEnvs"]
     train_params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
     train = TrainSettings.from_cfg(cfg)
     cuda, jax_platforms, warp = platform or detect_platform()
     sim = resolve_sim_settings(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
     )
-    # refused naming the key; a foreign VecTask reads its own randomisation settings
-    randomization = None if vec_task else RandomizationSettings.from_task_config(task_config)
-    if vec_task:
-        footprint = preflight_vec_task(task_cls, task_config)
-    else:
-        footprint = preflight_task(
-            task_cls, task_config, sim.assets_root, _bundled_env(cfg.task_name), randomization
-        )
-    if gmi.mode not in BODIES:
-        raise ConfigError("gmi.mode", gmi.mode, f"available in this version: {', '.join(BODIES)}")
-    node = node_layout(gmi, inventory or _inventory(cuda))
-    world = torchrun_world(os.environ)
-    layout = torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
-    if gmi.comm == "mrr" and layout.world_size > 1 and not mrr_valid(layout.mpl()):
-        raise ConfigError(
-            "gmi.comm",
-            "mrr",
-            f"needs as many GMIs on every GPU and no more than GPUs; MPL="
-            f"{layout.mpl()} (use auto, mpr or har)",
-        )
-    if gmi.intra_device == "ipc" and not ipc_possible(cuda, node.backend):
-        raise ConfigError(
-            "gmi.intra_device",
-            "ipc",
-            f"needs GMIs sharing a GPU under MPS or direct sharing (here: {node.backend}"
-            f"{'' if cuda else ', no GPU'}); use auto, shm or gloo",
-        )
-    if (
-        gmi.mode == "async"
-        and gmi.async_.transport == "ipc"
-        and not ipc_possible(cuda, node.backend)
-    ):
-        raise ConfigError(
-            "gmi.async.transport",
-            "ipc",
-            f"needs actors and trainers sharing a GPU under MPS or direct sharing (here: "
-            f"{node.backend}{'' if cuda else ', no GPU'}); use auto, shm or p2p",
-        )
-    _check_machine(cfg, num_envs, layout.per_node, node.backend, footprint, train)
-    if gmi.mode != "serve" and not cfg.test:  # playing: the PPO batch geometry is not used
-        validate_train_config(cfg.task_name, num_envs, train_params)
-    iterations_given = str(cfg.get("max_iterations", "")) != ""
-    validate_ppo_values(
-        train_params,
-        max_epochs_key="max_iterations" if iterations_given else "train.params.config.max_epochs",
+    footprint = task.preflight(sim.assets_root)
+    mode = mode_named(gmi.mode)
+    place = _place(gmi, cuda, inventory)
+    layout, backend = place.layout, place.node.backend
+    _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
+    _check_training(cfg, mode, num_envs, train_params)
+    survival = mode.check(
+        ModeFacts(gmi, layout, train_params, num_envs, train, place.ipc, backend, cuda)
     )
-    expendable, min_expendable = _check_mode(gmi, layout, train_params, num_envs, train)
-    serve = ServeSettings.from_cfg(cfg.get("serve"))
-    video = _video_settings(cfg, gmi.mode, vec_task)
+    video = _video_settings(cfg, mode, task.foreign)
     wandb = WandbSettings.from_cfg(cfg)
-    if cfg.test and not cfg.checkpoint:
-        raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
-    if cfg.checkpoint:  # loads as plain data and fits this task and network, or is refused
-        from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
-
-        widths = (footprint.num_obs, footprint.num_states, footprint.num_actions)
-        check_checkpoint(str(cfg.checkpoint), cfg.task_name, task_config, train_params, widths)
-    if randomization is not None:
-        log.info(randomization.describe())
-    if cfg.test and layout.world_size > 1 and not world:
+    _check_checkpoint(cfg, task.config, train_params, footprint)
+    if task.randomization is not None:
+        log.info(task.randomization.describe())
+    if cfg.test and layout.world_size > 1 and not place.under_torchrun:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)
-    seed = int(cfg.seed)
-    if seed == -1:
-        seed = random.randint(0, 10000)
-    task_config["env"]["numEnvs"] = int(num_envs)
+    task.config["env"]["numEnvs"] = int(num_envs)
     return RunPlan(
         task_name=cfg.task_name,
         num_envs=int(num_envs),
-        seed=seed,
+        seed=_seed(cfg.seed),
         sim=sim,
         gmi=gmi,
-        gmi_backend=node.backend,
+        gmi_backend=backend,
         layout=layout,
         train=train,
-        task_config=task_config,
+        task_config=task.config,
         train_params=train_params,
         test=bool(cfg.test),
         checkpoint=str(cfg.checkpoint) or None,
-        under_torchrun=world is not None,
+        under_torchrun=place.under_torchrun,
         dims=(footprint.num_obs, footprint.num_states, footprint.num_actions),
-        serve=serve,
-        expendable=expendable,
-        min_expendable=min_expendable,
+        serve=ServeSettings.from_cfg(cfg),
+        expendable=survival.expendable,
+        min_expendable=survival.min_alive,
         task_modules=task_modules,
         wandb=wandb,
         run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,
@@ -188,7 +127,110 @@ def plan_run(
     )
 
 
-def _video_settings(cfg: DictConfig, mode: str, vec_task: bool) -> VideoSettings:
+@dataclass
+class _Task:
+    """The task's class and its resolved config (handed on as is), checked."""
+
+    name: str
+    cls: type
+    config: dict[str, Any]
+    foreign: bool  # a class with IsaacGymEnvs' VecTask interface, not one of our TaskLogics
+    randomization: RandomizationSettings | None  # a foreign VecTask reads its own
+
+    def preflight(self, assets_root: str | None) -> TaskFootprint:
+        """Its widths and sizes, from a model built without simulating (ConfigError)."""
+        if self.foreign:
+            return preflight_vec_task(self.cls, self.config)
+        bundled = _bundled_env(self.name)
+        return preflight_task(self.cls, self.config, assets_root, bundled, self.randomization)
+
+
+def _task_of(cfg: DictConfig) -> _Task:
+    try:
+        task_cls = get_task_class(cfg.task_name)
+    except UnknownTaskError as e:
+        raise ConfigError("task", cfg.task_name, str(e).split(": ", 1)[1]) from None
+    config = OmegaConf.to_container(cfg.task, resolve=True)  # resolved once, handed on
+    foreign = not is_task_logic(task_cls)
+    if foreign and not is_vec_task_class(task_cls):
+        raise ConfigError(
+            "task", cfg.task_name, f"{task_cls!r} is neither a TaskLogic nor a VecTask class"
+        )
+    try:
+        if not foreign:
+            task_cls.check_config(config["env"])
+    except TaskConfigError as e:
+        raise ConfigError(f"task.env.{e.key}", e.value, e.constraint) from None
+    # refused naming the key
+    randomization = None if foreign else RandomizationSettings.from_task_config(config)
+    return _Task(cfg.task_name, task_cls, config, foreign, randomization)
+
+
+@dataclass(frozen=True)
+class _Placement:
+    node: NodeLayout
+    layout: GmiLayout
+    under_torchrun: bool
+    ipc: bool  # GMIs of a device can open each other's memory
+
+
+def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None) -> _Placement:
+    """Where the GMIs go (this node's devices, or torchrun's world), and the transports the
+    layout allows (ConfigError naming ``gmi.comm`` or ``gmi.intra_device``)."""
+    node = node_layout(gmi, inventory or _inventory(cuda))
+    world = torchrun_world(os.environ)
+    layout = torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
+    ipc = ipc_possible(cuda, node.backend)
+    if gmi.comm == "mrr" and layout.world_size > 1 and not mrr_valid(layout.mpl()):
+        raise ConfigError(
+            "gmi.comm",
+            "mrr",
+            f"needs as many GMIs on every GPU and no more than GPUs; MPL="
+            f"{layout.mpl()} (use auto, mpr or har)",
+        )
+    if gmi.intra_device == "ipc" and not ipc:
+        raise ConfigError(
+            "gmi.intra_device",
+            "ipc",
+            f"needs GMIs sharing a GPU under MPS or direct sharing (here: {node.backend}"
+            f"{'' if cuda else ', no GPU'}); use auto, shm or gloo",
+        )
+    return _Placement(node, layout, world is not None, ipc)
+
+
+def _check_training(cfg: DictConfig, mode: Mode, num_envs: object, train_params: dict) -> None:
+    """The PPO batch fits (modes that train, when not playing) and the PPO values are sane."""
+    if mode.trains and not cfg.test:  # playing: the PPO batch geometry is not used
+        validate_train_config(cfg.task_name, num_envs, train_params)
+    iterations_given = str(cfg.get("max_iterations", "")) != ""
+    validate_ppo_values(
+        train_params,
+        max_epochs_key="max_iterations" if iterations_given else "train.params.config.max_epochs",
+    )
+
+
+def _check_checkpoint(
+    cfg: DictConfig, task_config: dict, train_params: dict, footprint: TaskFootprint
+) -> None:
+    """``checkpoint`` loads as plain data and fits this task and network (``test=True`` needs
+    one), or is refused."""
+    if cfg.test and not cfg.checkpoint:
+        raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
+    if not cfg.checkpoint:
+        return
+    from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
+
+    widths = (footprint.num_obs, footprint.num_states, footprint.num_actions)
+    check_checkpoint(str(cfg.checkpoint), cfg.task_name, task_config, train_params, widths)
+
+
+def _seed(value: object) -> int:
+    """The base seed (``seed=-1``: drawn, as IsaacGymEnvs does)."""
+    seed = int(value)
+    return random.randint(0, 10000) if seed == -1 else seed
+
+
+def _video_settings(cfg: DictConfig, mode: Mode, vec_task: bool) -> VideoSettings:
     """``capture_video`` and its keys; refused where no video can be made."""
     video = VideoSettings.from_cfg(cfg)
     if not video.capture:
@@ -196,8 +238,11 @@ def _video_settings(cfg: DictConfig, mode: str, vec_task: bool) -> VideoSettings
     if vec_task:
         reason = f"records our tasks; {cfg.task_name} is a VecTask class of its own"
         raise ConfigError("capture_video", True, reason)
-    if mode != "sync":
-        raise ConfigError("capture_video", True, f"recorded in gmi.mode=sync only (here: {mode})")
+    if not mode.records_video:
+        recording = " or ".join(f"gmi.mode={m.name}" for m in MODES.values() if m.records_video)
+        raise ConfigError(
+            "capture_video", True, f"recorded in {recording} only (here: {mode.name})"
+        )
     from isaacgymenvs_gmi.sim.render import renderer_problem
 
     problem = renderer_problem()
@@ -221,79 +266,6 @@ def load_task_modules(value: object) -> tuple[str, ...]:
     except TaskModuleError as err:
         raise ConfigError("task_modules", err.module, f"cannot be imported: {err.cause}") from None
     return tuple(names)
-
-
-def _check_mode(
-    gmi: GmiConfig, layout: GmiLayout, train_params: dict, num_envs: object, train: TrainSettings
-) -> tuple[tuple[int, ...], int]:
-    """What async and serve mode need of the layout and the train config; returns the GMIs
-    whose death the run survives and how many of them must stay alive."""
-    if gmi.mode == "sync":
-        return (), 0
-    _check_actor_config(gmi.mode, train_params)
-    if gmi.mode == "serve":
-        return (), 0
-    world = layout.world_size
-    if world < 2:
-        raise ConfigError(
-            "gmi.mode",
-            "async",
-            "needs at least 2 GMIs (a trainer and an actor), e.g. gmi.per_gpu=3",
-        )
-    if not 1 <= gmi.trainers < world:
-        raise ConfigError("gmi.trainers", gmi.trainers, f"must be >= 1 and < the {world} GMIs")
-    if gmi.trainers > 1:
-        try:
-            trainers = layout.first(gmi.trainers)
-        except ValueError as err:
-            raise ConfigError("gmi.trainers", gmi.trainers, str(err)) from None
-        if gmi.comm == "mrr" and not mrr_valid(trainers.mpl()):
-            raise ConfigError(
-                "gmi.comm",
-                "mrr",
-                f"the trainers' layout MPL={trainers.mpl()} cannot run MRR (use auto, mpr or har)",
-            )
-        if gmi.async_.serial:
-            raise ConfigError(
-                "gmi.trainers",
-                gmi.trainers,
-                "must be 1 with gmi.async.serial=true (one process runs one trainer)",
-            )
-    if gmi.async_.serial and gmi.async_.transport != "auto":
-        raise ConfigError(
-            "gmi.async.transport",
-            gmi.async_.transport,
-            "must be auto with gmi.async.serial=true (one process: in-process channels)",
-        )
-    actors = world - gmi.trainers
-    if gmi.async_.min_actors > actors:
-        raise ConfigError(
-            "gmi.async.min_actors", gmi.async_.min_actors, f"must be <= the {actors} actor GMIs"
-        )
-    if isinstance(num_envs, int) and not isinstance(num_envs, bool):
-        chunk = gmi.async_.chunk_steps or train.horizon_length
-        try:
-            batch_geometry(train.horizon_length, num_envs, chunk)
-        except ValueError as err:
-            raise ConfigError("gmi.async.chunk_steps", chunk, str(err)) from None
-    return tuple(range(gmi.trainers, world)), gmi.async_.min_actors
-
-
-def _check_actor_config(mode: str, train_params: dict) -> None:
-    """Async and serve GMIs play with rl-games' continuous agent, step by step without
-    recurrent state."""
-    algo = train_params.get("algo", {}).get("name")
-    if algo != "a2c_continuous":
-        raise ConfigError(
-            "train.params.algo.name", algo, f"{mode} mode runs a2c_continuous configs only"
-        )
-    if train_params.get("network", {}).get("rnn"):
-        raise ConfigError(
-            "train.params.network.rnn",
-            "set",
-            f"recurrent policies are not supported in {mode} mode (chunks of experience carry "
-            "no per-step policy state); use gmi.mode=sync",
-        )
 
 
 def _check_machine(
@@ -348,14 +320,14 @@ def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
         cfg, under_torchrun=plan.under_torchrun, gmis=plan.world_size, devices=devices
     ):
         log.info(line)
-    body = body_for("sync" if plan.test else plan.mode)  # test=True plays in one process
+    mode = mode_of(plan)
     if plan.under_torchrun:
-        return gmi_main(plan, body)
-    if plan.world_size == 1 or (plan.mode == "async" and plan.gmi.async_.serial):
-        return run_in_process(plan, body)
+        return gmi_main(plan, mode.body)
+    if plan.world_size == 1 or mode.in_one_process(plan):
+        return run_in_process(plan, mode.body)
     total = plan.num_envs * plan.world_size
     log.info("%d envs per GMI x %d GMIs = %d envs", plan.num_envs, plan.world_size, total)
-    return spawn_gmis(plan, body)
+    return spawn_gmis(plan, mode.body)
 
 
 __all__ = ["RunPlan", "RunResult", "plan_run", "run"]

@@ -92,3 +92,64 @@ def test_imports_only_run_down(path):
         if LAYERS[part] <= mine
     ]
     assert not upward, f"{path.relative_to(ROOT)}: " + "; ".join(upward)
+
+
+RUNNERS = ROOT / "isaacgymenvs_gmi" / "runners"
+MODE_PACKAGES = sorted(p.name for p in RUNNERS.iterdir() if (p / "__init__.py").is_file())
+
+
+def _runner_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, package under runners/) of every import of a runners subpackage in ``path``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            bits = name.split(".")
+            if bits[:2] == ["isaacgymenvs_gmi", "runners"] and len(bits) > 2:
+                found.append((node.lineno, bits[2]))
+    return found
+
+
+@pytest.mark.parametrize("mode", [m for m in MODE_PACKAGES if m != "shared"])
+def test_a_mode_imports_no_other_mode(mode):
+    """Modes share what they share through runners.shared, never through each other."""
+    others = set(MODE_PACKAGES) - {mode, "shared"}
+    crossing = [
+        f"{path.relative_to(ROOT)} line {line}: imports runners.{package}"
+        for path in sorted((RUNNERS / mode).rglob("*.py"))
+        for line, package in _runner_imports(path)
+        if package in others
+    ]
+    assert not crossing, "; ".join(crossing)
+
+
+def test_the_shared_runner_code_imports_no_mode():
+    modes = set(MODE_PACKAGES) - {"shared"}
+    crossing = [
+        f"{path.relative_to(ROOT)} line {line}: imports runners.{package}"
+        for path in sorted((RUNNERS / "shared").rglob("*.py"))
+        for line, package in _runner_imports(path)
+        if package in modes
+    ]
+    assert not crossing, "; ".join(crossing)
+
+
+def test_the_launcher_names_no_mode():
+    """launch.py reaches a mode only through the registry: no mode's name in its code."""
+    from isaacgymenvs_gmi.runners import MODES
+
+    launch = ROOT / "isaacgymenvs_gmi" / "launch.py"
+    named = [
+        f"line {node.lineno}: {node.value!r}"
+        for node in ast.walk(ast.parse(launch.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for mode in MODES
+        if node.value == mode or f"mode={mode}" in node.value or f"mode {mode}" in node.value
+    ]
+    assert not named, "launch.py names modes: " + "; ".join(named)
+    assert len(MODES) >= 3  # the registry the check reads is the real one

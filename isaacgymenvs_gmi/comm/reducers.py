@@ -15,14 +15,14 @@ place. Only the layout decides who talks to whom:
 from __future__ import annotations
 
 import abc
-import statistics
-import time
+from functools import partial
 from typing import Literal
 
 import torch
 
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
+from .agreed_timing import agree_on_fastest, median_seconds, wait_for_device
 from .collectives import Collectives, Group
 from .selector import Strategy, mrr_valid, select_strategy
 
@@ -132,30 +132,20 @@ class TunedReduction(Reducer):
         self.candidates[self.choice[n]].sum(flat)
 
     def _tune(self, flat: torch.Tensor) -> None:
-        names = list(self.candidates)
         scratch = torch.empty_like(flat)
-        times: dict[str, list[float]] = {s: [] for s in names}
-        for rnd in range(self.rounds + 1):  # round 0 warms up
-            for s in names[rnd % len(names) :] + names[: rnd % len(names)]:
-                scratch.copy_(flat)
-                _wait(scratch)
-                t0 = time.perf_counter()
-                self.candidates[s].sum(scratch)
-                _wait(scratch)
-                if rnd:
-                    times[s].append(time.perf_counter() - t0)
-        total = torch.tensor([statistics.median(times[s]) for s in names], dtype=torch.float64)
-        self.comm.all_reduce(total, self.everyone)  # identical on every GMI
-        mean = {s: float(v) / self.layout.world_size for s, v in zip(names, total, strict=True)}
-        best = min(names, key=mean.__getitem__)
-        if mean[self.prior] <= 1.02 * mean[best]:
-            best = self.prior
+        local = median_seconds(
+            {s: partial(r.sum, scratch) for s, r in self.candidates.items()},
+            self.rounds,
+            wait=lambda: wait_for_device(scratch),
+            setup=lambda: scratch.copy_(flat),
+        )
+        best, mean = agree_on_fastest(
+            local,
+            lambda total: self.comm.all_reduce(total, self.everyone),
+            self.layout.world_size,
+            prefer=self.prior,
+            tolerance=1.02,
+        )
         self.choice[flat.numel()], self.measured[flat.numel()] = best, mean
         if self.on_choice is not None:
             self.on_choice(flat.numel(), best, mean)
-
-
-def _wait(t: torch.Tensor) -> None:
-    """Let queued GPU work on ``t``'s device finish, so a host clock times it."""
-    if t.device.type == "cuda":
-        torch.cuda.synchronize(t.device)

@@ -14,14 +14,14 @@ Inside a device (``gmi.intra_device``):
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
+from .agreed_timing import agree_on_fastest, median_seconds, wait_for_device
 from .collectives import Collectives, Group, TorchCollectives
 from .reducers import groups_for
 from .shared_memory import SharedMemoryCollectives, shm_supported
@@ -140,14 +140,14 @@ def _intra(transport, rank, members, store, key, timeout_s, device):
     )
     if host is None:
         return ipc, "ipc", None
-    measured = {
+    local = {
         "ipc": _time_all_reduce(ipc, members, device),
         "shm": _time_all_reduce(host, members, device),
     }
-    total = torch.tensor([measured["ipc"], measured["shm"]], dtype=torch.float64)
-    host.all_reduce(total, members)  # every member decides from the same numbers
-    measured = {"ipc": float(total[0]) / len(members), "shm": float(total[1]) / len(members)}
-    if measured["ipc"] <= measured["shm"]:
+    choice, measured = agree_on_fastest(
+        local, lambda total: host.all_reduce(total, members), len(members), prefer="ipc"
+    )  # ipc wins ties
+    if choice == "ipc":
         host.close()
         return ipc, "ipc", measured
     ipc.close()
@@ -161,15 +161,8 @@ def _time_all_reduce(transport: Collectives, members: Group, device: torch.devic
     total = 0.0
     for n in PROBE_ELEMS:
         t = torch.ones(n, device=device)
-        times = []
-        for rnd in range(PROBE_ROUNDS + 1):  # round 0 warms up
-            torch.cuda.synchronize(device)
-            t0 = time.perf_counter()
-            routed.all_reduce(t, members)
-            torch.cuda.synchronize(device)
-            if rnd:
-                times.append(time.perf_counter() - t0)
-        total += statistics.median(times)
+        run = {"all_reduce": partial(routed.all_reduce, t, members)}
+        total += median_seconds(run, PROBE_ROUNDS, wait=partial(wait_for_device, t))["all_reduce"]
     return total
 
 

@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .liveness import process_state
+
 PREFIX = "isaacgymenvs-gmi-run-"
 _NAME = re.compile(re.escape(PREFIX) + r"(\d+)-")
 
@@ -53,18 +55,8 @@ def remove_abandoned(folder: str | None = None) -> list[str]:
                 continue
             if entry.stat(follow_symlinks=False).st_uid != os.getuid():
                 continue
-            if _running(int(found.group(1))):
+            if process_state(int(found.group(1))) != "gone":  # a zombie still holds its pid
                 continue
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(entry.path)
     return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: not ours to judge
-    return True

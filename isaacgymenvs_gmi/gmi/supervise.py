@@ -20,6 +20,7 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
+from .liveness import process_state
 from .stop import STOP_SIGNALS, announce_stop, signal_name
 
 log = logging.getLogger(__name__)
@@ -69,11 +70,8 @@ class GmiProcess:
     @property
     def stopped(self) -> bool:
         """Stopped by a signal (state T): it cannot exit on its own."""
-        try:
-            with open(f"/proc/{self.process.pid}/stat") as f:
-                return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
-        except (OSError, IndexError):
-            return False
+        pid = self.process.pid
+        return pid is not None and process_state(pid) == "stopped"
 
     def kill(self) -> None:
         if self.alive:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isaacgymenvs_gmi.config import GmiConfig, SimSettings, TrainSettings
-from isaacgymenvs_gmi.config.async_mode import ServeSettings
+from isaacgymenvs_gmi.config.serve import ServeSettings
 from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 

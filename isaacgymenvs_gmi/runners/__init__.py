@@ -1,36 +1,44 @@
-"""One GMI body per mode: what a GMI does once it is placed, bound and joined to its group.
+"""The modes, each a plug-in: what a GMI does once it is placed, bound and joined to its group.
 
-A body takes a :class:`~isaacgymenvs_gmi.gmi.context.GmiContext` and returns GMI 0's
-:class:`RunResult`. :data:`BODIES` maps ``gmi.mode`` to its body; a new mode is a new entry here
-and a new package beside ``sync_ppo``, not a branch in the spine.
+A mode (:class:`~.mode.Mode`) checks the plan before start and gives the body every GMI runs;
+a body takes a :class:`~isaacgymenvs_gmi.gmi.context.GmiContext` and returns GMI 0's
+:class:`RunResult`. :data:`MODES` maps ``gmi.mode`` to its mode; a new mode is a new package
+beside ``sync_ppo`` exporting ``MODE`` and an entry here, not a branch in the launcher. Modes
+import what they share from :mod:`.shared`, never from each other.
 """
 
 from __future__ import annotations
 
-from isaacgymenvs_gmi.gmi.context import Body
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks, defer_torch_compiler
 
 defer_rl_games_test_networks()  # before the bodies below import rl-games' trainer
 defer_torch_compiler()
 
-from .async_ppo import run_async_ppo  # noqa: E402
+from .async_ppo import MODE as ASYNC  # noqa: E402
+from .mode import Mode, ModeFacts, Survival  # noqa: E402
 from .result import RunResult  # noqa: E402
-from .serve import run_serve  # noqa: E402
-from .sync_ppo import run_sync_ppo  # noqa: E402
+from .serve import MODE as SERVE  # noqa: E402
+from .sync_ppo import MODE as SYNC  # noqa: E402
 
-BODIES: dict[str, Body] = {
-    "sync": run_sync_ppo,  # synchronous PPO, holistic GMIs in lockstep
-    "async": run_async_ppo,  # A3C/APPO: actor GMIs stream experience to trainer GMIs
-    "serve": run_serve,  # every GMI plays the policy (actors only), optionally recording
-}
+MODES: dict[str, Mode] = {m.name: m for m in (SYNC, ASYNC, SERVE)}
+PLAYER = SYNC  # test=True plays a checkpoint in one process with rl-games' player: sync's body
 
 
-def body_for(mode: str) -> Body:
-    """The body registered for ``gmi.mode`` (KeyError naming the modes that have one)."""
+def mode_named(name: str) -> Mode:
+    """The mode registered as ``gmi.mode=name`` (ConfigError naming the modes there are)."""
     try:
-        return BODIES[mode]
+        return MODES[name]
     except KeyError:
-        raise KeyError(f"no GMI body for mode {mode!r}; available: {', '.join(BODIES)}") from None
+        raise ConfigError(
+            "gmi.mode", name, f"available in this version: {', '.join(MODES)}"
+        ) from None
 
 
-__all__ = ["BODIES", "RunResult", "body_for"]
+def mode_of(plan: RunPlan) -> Mode:
+    """The mode that runs ``plan``: its ``gmi.mode``, or the player for ``test=True``."""
+    return PLAYER if plan.test else mode_named(plan.mode)
+
+
+__all__ = ["MODES", "Mode", "ModeFacts", "RunResult", "Survival", "mode_named", "mode_of"]

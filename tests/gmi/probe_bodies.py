@@ -65,7 +65,7 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     from rl_games.algos_torch.torch_ext import AverageMeter
 
     from isaacgymenvs_gmi.comm import build_gradient_reduction
-    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
+    from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep
     from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry
 
     plan, group, rank = ctx.plan, ctx.group, ctx.rank

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from isaacgymenvs_gmi.channels.wiring import describe_transports, peer_transports
 from isaacgymenvs_gmi.placement.layout import GmiLayout
-from isaacgymenvs_gmi.runners.async_ppo.parts import describe_transports, peer_transports
 
 
 def plan(layout: GmiLayout, backend: str, transport: str = "auto"):

@@ -8,11 +8,10 @@ import io
 import pytest
 import torch
 
-from isaacgymenvs_gmi import launch
 from isaacgymenvs_gmi.config import GMI_MODES, ConfigError
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.launch import plan_run, run
-from isaacgymenvs_gmi.runners import BODIES, body_for
+from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, Survival, mode_named
 from isaacgymenvs_gmi.runners.sync_ppo import run_sync_ppo
 from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry
 from tests.gmi.probe_bodies import describe_context, exercise_lockstep
@@ -20,26 +19,47 @@ from tests.gmi.probe_bodies import describe_context, exercise_lockstep
 NO_GPU = (False, ("cpu",), False)
 
 
-def test_each_mode_has_a_body_or_is_refused_before_start(compose_cfg):
-    assert body_for("sync") is run_sync_ppo
+def test_every_configurable_mode_is_registered_with_its_body(compose_cfg):
+    assert set(MODES) == set(GMI_MODES)
+    assert mode_named("sync").body is run_sync_ppo
     for mode in GMI_MODES:
         cfg = compose_cfg("task=Cartpole", f"gmi.mode={mode}", "gmi.per_gpu=2")
-        if mode in BODIES:
-            assert plan_run(cfg, platform=NO_GPU).mode == mode
-            continue
-        with pytest.raises(ConfigError, match="gmi.mode") as err:
-            plan_run(cfg, platform=NO_GPU)
-        assert "sync" in str(err.value)  # names what is available
-    with pytest.raises(KeyError, match="available: sync, async"):
-        body_for("nope")
+        assert plan_run(cfg, platform=NO_GPU).mode == mode
+
+
+def test_a_mode_without_a_plug_in_is_refused_before_start(compose_cfg, monkeypatch):
+    monkeypatch.delitem(MODES, "serve")
+    cfg = compose_cfg("task=Cartpole", "gmi.mode=serve", "gmi.per_gpu=2")
+    with pytest.raises(ConfigError, match="gmi.mode") as err:
+        plan_run(cfg, platform=NO_GPU)
+    assert "available in this version: sync, async" in str(err.value)
+    assert "serve" not in str(err.value).split("available")[1]
+
+
+def test_a_registered_mode_is_checked_and_run_without_the_launcher_naming_it(
+    compose_cfg, monkeypatch
+):
+    """A plug-in's check decides what the run survives; its body is what the GMIs run."""
+    seen: list[ModeFacts] = []
+
+    def check(facts: ModeFacts) -> Survival:
+        seen.append(facts)
+        return Survival(expendable=(1,), min_alive=1)
+
+    probe = Mode("serve", "a probe", describe_context, check=check, trains=False)
+    monkeypatch.setitem(MODES, "serve", probe)
+    cfg = compose_cfg("task=Cartpole", "gmi.mode=serve", "sim_device=cpu")
+    plan = plan_run(cfg, platform=NO_GPU)
+    assert len(seen) == 1 and seen[0].layout.world_size == 1 and not seen[0].cuda
+    assert (plan.expendable, plan.min_expendable) == ((1,), 1)
+    assert run(cfg, plan)["rank"] == 0  # describe_context ran as the body
 
 
 def test_run_dispatches_to_the_body_registered_for_the_mode(compose_cfg, monkeypatch):
-    monkeypatch.setitem(BODIES, "sync", describe_context)
+    monkeypatch.setitem(MODES, "sync", Mode("sync", "probe", describe_context))
     cfg = compose_cfg("task=Cartpole", "sim_device=cpu")
     seen = run(cfg, plan_run(cfg, platform=NO_GPU))
     assert seen["rank"] == 0 and seen["world"] is None
-    assert launch.body_for("sync") is describe_context
 
 
 def test_lockstep_averages_gradients_and_merges_episode_meters_across_gmis(compose_cfg):

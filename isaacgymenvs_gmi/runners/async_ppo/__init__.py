@@ -2,11 +2,24 @@
 through the channels to trainer GMIs, which correct for policy lag with :mod:`.vtrace` inside
 rl-games' PPO objective and publish each new policy back to the actors.
 
-:func:`run_async_ppo` is the body; :mod:`.roles` says who trains; :mod:`.links` opens the
-channels; :mod:`.actor` and :mod:`.trainer_loop` are the two loops; :mod:`.trainer` is the
-rl-games agent fed by the batcher; :mod:`.serial` runs every role in one process.
+:func:`run_async_ppo` is the body; :mod:`.checks` what it refuses before start;
+:mod:`isaacgymenvs_gmi.channels.wiring` opens the channels; the actor's loop is shared with
+serving (:mod:`isaacgymenvs_gmi.runners.shared.actor_loop`); :mod:`.trainer_loop` is the
+trainer's; :mod:`.trainer` the rl-games agent fed by the batcher; :mod:`.serial` runs every role
+in one process.
 """
 
-from .body import run_async_ppo
+from isaacgymenvs_gmi.runners.mode import Mode
 
-__all__ = ["run_async_ppo"]
+from .body import run_async_ppo
+from .checks import check_async
+
+MODE = Mode(
+    name="async",
+    summary="A3C/APPO: actor GMIs stream experience to trainer GMIs",
+    body=run_async_ppo,
+    check=check_async,
+    in_one_process=lambda plan: plan.gmi.async_.serial,
+)
+
+__all__ = ["MODE", "run_async_ppo"]

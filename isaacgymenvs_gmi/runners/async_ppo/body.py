@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from isaacgymenvs_gmi.channels.roles import AsyncRoles
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
-
-from .roles import AsyncRoles
+from isaacgymenvs_gmi.runners.shared.preamble import prepare_gmi
 
 if TYPE_CHECKING:
     from .team import TrainerTeam
@@ -38,21 +38,12 @@ def run_async_ppo(ctx: GmiContext) -> RunResult | None:
     rank = ctx.rank
     if rank == 0:
         say(roles.describe(plan.layout))
-    _prepare(plan, rank)
+    prepare_gmi(plan, plan.seed + rank)
     team = _join_trainers(ctx, roles)
     if roles.is_trainer(rank):
         return _trainer(ctx, roles, team)
     _actor(ctx, roles)
     return None
-
-
-def _prepare(plan, rank: int) -> None:
-    from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
-    from isaacgymenvs_gmi.runners.seeding import seed_everything
-
-    apply_all()
-    set_checkpoint_metadata(task=plan.task_name)
-    seed_everything(plan.seed + rank, plan.train.torch_deterministic)
 
 
 def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
@@ -62,7 +53,7 @@ def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
     k = len(roles.trainers)
     if k == 1:
         return None
-    from isaacgymenvs_gmi.runners.lockstep import build_lockstep
+    from isaacgymenvs_gmi.runners.shared.lockstep import build_lockstep
 
     from .team import TrainerTeam
 
@@ -74,16 +65,15 @@ def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
 def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> RunResult:
     from isaacgymenvs_gmi.channels import flatten
     from isaacgymenvs_gmi.channels.p2p import TorchPointToPoint
-    from isaacgymenvs_gmi.runners.wandb_run import wandb_for
-
-    from .links import open_trainer_links
-    from .parts import (
-        build_trainer,
+    from isaacgymenvs_gmi.channels.wiring import (
         describe_transports,
+        open_trainer_links,
         peer_transports,
         route_shape_for,
-        trainer_loop,
     )
+    from isaacgymenvs_gmi.runners.shared.wandb_run import finishing, wandb_for
+
+    from .build import build_trainer, trainer_loop
 
     plan, rank, group = ctx.plan, ctx.rank, ctx.group
     lead = rank == roles.trainers[0]
@@ -105,15 +95,9 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
         f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s)"
         f"{describe_transports(transports)}, policy {numel:,} values"
     )
-    try:
+    with finishing(wandb):
         loop.run()
         result = loop.finish()  # closes the lead's summaries: their last scalars get synced
-    except BaseException:
-        if wandb is not None:
-            wandb.finish(failed=True)
-        raise
-    if wandb is not None:
-        wandb.finish()
     links.close()
     return result
 
@@ -121,7 +105,7 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
 def _actor(ctx: GmiContext, roles: AsyncRoles) -> None:
     from isaacgymenvs_gmi.channels.p2p import TorchPointToPoint
 
-    from .parts import open_actor
+    from .build import open_actor
 
     actor, env, links = open_actor(ctx, roles, ctx.group.store)
     ctx.group.startup_barrier("async channels open")

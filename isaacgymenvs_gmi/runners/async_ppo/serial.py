@@ -8,27 +8,24 @@ from __future__ import annotations
 import logging
 import math
 
+from isaacgymenvs_gmi.channels.roles import AsyncRoles
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
-
-from .roles import AsyncRoles
 
 log = logging.getLogger(__name__)
 
 
 def run_serial(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
     from isaacgymenvs_gmi.channels import flatten
-    from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
-    from isaacgymenvs_gmi.runners.seeding import seed_everything
+    from isaacgymenvs_gmi.channels.wiring import in_process_links, route_shape_for
+    from isaacgymenvs_gmi.runners.shared.acting import build_actor
+    from isaacgymenvs_gmi.runners.shared.preamble import prepare_gmi
 
-    from .links import in_process_links
-    from .parts import build_actor, build_trainer, route_shape_for, trainer_loop
+    from .build import actors_of, build_trainer, trainer_loop
 
     plan = ctx.plan
-    apply_all()
-    set_checkpoint_metadata(task=plan.task_name)
-    seed_everything(plan.seed, plan.train.torch_deterministic)
+    prepare_gmi(plan, plan.seed)
     say(roles.describe(plan.layout) + " (serial: one process, in-process channels)")
     (trainer_id,) = roles.trainers
     agent, modules = build_trainer(ctx, trainer_id, lead=True)
@@ -38,7 +35,8 @@ def run_serial(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
     actors, envs = [], []
     for gmi in roles.actors:
         # the trainer polls only between chunks: a deadline would only split them
-        actor, env = build_actor(ctx, gmi, lambda _, gmi=gmi: actor_links[gmi], deadline_s=math.inf)
+        links = lambda _, gmi=gmi: actor_links[gmi]  # noqa: E731
+        actor, env = build_actor(ctx, gmi, links, players=actors_of(plan), deadline_s=math.inf)
         actors.append(actor)
         envs.append(env)
     try:

@@ -1,10 +1,10 @@
 """What an async run's trainers agree on (``gmi.trainers`` = K).
 
 K trainers are replicas of one learner: each trains on its own batch, their gradients are
-averaged through the layout's reducer (:mod:`isaacgymenvs_gmi.runners.lockstep`), so they start
-and stay identical. Each turn of their loops they vote: they train only when every one of them
-holds a whole batch, and stop when any was asked to stop or decided to (max epochs, score to
-win). After each epoch they add up their counters and episode statistics, so the first
+averaged through the layout's reducer (:mod:`isaacgymenvs_gmi.runners.shared.lockstep`), so
+they start and stay identical. Each turn of their loops they vote: they train only when every
+one of them holds a whole batch, and stop when any was asked to stop or decided to (max epochs,
+score to win). After each epoch they add up their counters and episode statistics, so the first
 trainer reports the whole run.
 With one trainer, :class:`SoloTrainer` answers every question locally, with no collective.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
+from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep
 
 
 @dataclass(frozen=True)

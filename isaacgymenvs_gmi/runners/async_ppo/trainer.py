@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from isaacgymenvs_gmi.runners.lockstep import PpoLockstep, ReplicatedPpo, announce
-from isaacgymenvs_gmi.runners.sync_ppo.stopping import StoppableAgent
+from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep, ReplicatedPpo, announce
+from isaacgymenvs_gmi.runners.shared.stopping import StoppableAgent
 
 from .vtrace import next_values_for, vtrace
 

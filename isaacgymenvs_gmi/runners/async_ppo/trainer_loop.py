@@ -14,10 +14,11 @@ import torch
 
 from isaacgymenvs_gmi.channels import Batcher, Collector, Ledger, balance_line, flatten
 from isaacgymenvs_gmi.channels.route import ACTOR_PID, ACTOR_STATE, PRODUCED_TRANSITIONS, STOPPED
+from isaacgymenvs_gmi.channels.wiring import TrainerLinks
+from isaacgymenvs_gmi.gmi.liveness import is_alive
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
 
-from .links import TrainerLinks
 from .team import SoloTrainer, TrainerTeam
 from .telemetry import AsyncTelemetry, progress_line
 
@@ -314,8 +315,4 @@ def _gone(route) -> bool:
     pid = route.control(ACTOR_PID)
     if pid <= 0:
         return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (OSError, IndexError):
-        return True
+    return not is_alive(pid)  # a stopped actor is not gone

@@ -1,5 +1,22 @@
 """``gmi.mode=serve``: every GMI plays the policy (actors only, the paper's serving GMIs)."""
 
+from isaacgymenvs_gmi.runners.mode import Mode, ModeFacts, Survival
+from isaacgymenvs_gmi.runners.shared.actor_checks import check_actor_config
+
 from .body import run_serve
 
-__all__ = ["run_serve"]
+
+def _check_serve(facts: ModeFacts) -> Survival:
+    check_actor_config("serve", facts.train_params)
+    return Survival()
+
+
+MODE = Mode(
+    name="serve",
+    summary="every GMI plays the policy (actors only), optionally recording",
+    body=run_serve,
+    check=_check_serve,
+    trains=False,
+)
+
+__all__ = ["MODE", "run_serve"]

@@ -30,12 +30,10 @@ PROGRESS_EVERY_S = 10.0
 
 
 def run_serve(ctx: GmiContext) -> RunResult | None:
-    from isaacgymenvs_gmi.patches import apply_all
-    from isaacgymenvs_gmi.runners.seeding import seed_everything
+    from isaacgymenvs_gmi.runners.shared.preamble import prepare_gmi
 
     plan, rank = ctx.plan, ctx.rank
-    apply_all()
-    seed_everything(plan.seed + rank, plan.train.torch_deterministic)
+    prepare_gmi(plan, plan.seed + rank)
     with tempfile.TemporaryDirectory(prefix="gmi-serve-") as scratch:
         played = _serve(ctx, scratch)
     everyone = [played]
@@ -63,14 +61,16 @@ def run_serve(ctx: GmiContext) -> RunResult | None:
 def _serve(ctx: GmiContext, scratch: str) -> Played:
     """Play this GMI's share; its numbers for GMI 0."""
     from isaacgymenvs_gmi.channels import Collector, Route, WeightsBoard, flatten
-    from isaacgymenvs_gmi.runners.async_ppo.links import ActorLinks
-    from isaacgymenvs_gmi.runners.async_ppo.parts import build_actor, kinds_of, route_shape_for
+    from isaacgymenvs_gmi.channels.wiring import ActorLinks, kinds_of, route_shape_for
+    from isaacgymenvs_gmi.runners.shared.acting import build_actor
 
     plan, rank = ctx.plan, ctx.rank
     route = Route.in_process(route_shape_for(plan))
     links = lambda numel: ActorLinks([route], WeightsBoard.in_process(numel))  # noqa: E731
     # the collector runs between chunks in this process: a deadline would only split them
-    actor, env = build_actor(ctx, rank, links, deadline_s=math.inf, train_dir=scratch)
+    actor, env = build_actor(
+        ctx, rank, links, players=None, deadline_s=math.inf, train_dir=scratch
+    )  # every GMI plays: the device's first compiles for the others
     try:
         if plan.checkpoint:
             actor.agent.restore(plan.checkpoint)

@@ -1,11 +1,20 @@
 """Synchronous PPO (``gmi.mode=sync``): rl-games' PPO in every GMI, in lockstep.
 
 :func:`run_sync_ppo` is the body; :class:`~.agent.GmiPpoAgent` the rl-games agent, kept
-identical with the others by :mod:`isaacgymenvs_gmi.runners.lockstep`; :mod:`.telemetry` the
-per-epoch progress line. Heavy imports (rl-games, the simulator) happen inside the body, so a
-freshly spawned GMI binds its resources before they load.
+identical with the others by :mod:`isaacgymenvs_gmi.runners.shared.lockstep`; :mod:`.telemetry`
+the per-epoch progress line. Heavy imports (rl-games, the simulator) happen inside the body, so
+a freshly spawned GMI binds its resources before they load.
 """
+
+from isaacgymenvs_gmi.runners.mode import Mode
 
 from .body import run_sync_ppo
 
-__all__ = ["run_sync_ppo"]
+MODE = Mode(
+    name="sync",
+    summary="synchronous PPO, holistic GMIs in lockstep",
+    body=run_sync_ppo,
+    records_video=True,
+)
+
+__all__ = ["MODE", "run_sync_ppo"]

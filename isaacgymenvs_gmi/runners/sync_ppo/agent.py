@@ -2,7 +2,7 @@
 
 It never sets rl-games' ``multi_gpu`` (which calls ``init_process_group("nccl")`` itself): every
 cross-GMI exchange goes through the group and the
-:class:`~isaacgymenvs_gmi.runners.lockstep.PpoLockstep` passed in. GMI 0 alone logs
+:class:`~isaacgymenvs_gmi.runners.shared.lockstep.PpoLockstep` passed in. GMI 0 alone logs
 and writes checkpoints; the others keep rl-games' bookkeeping (so epoch-end decisions such as
 ``max_epochs`` or ``score_to_win`` are computed everywhere from identical, synchronised values)
 but their side effects are switched off. Stop decisions are made by every GMI from identical
@@ -15,10 +15,10 @@ import torch
 
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
-from isaacgymenvs_gmi.runners.lockstep import PpoLockstep, ReplicatedPpo, announce
+from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep, ReplicatedPpo, announce
+from isaacgymenvs_gmi.runners.shared.stopping import StoppableAgent
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
 
-from .stopping import StoppableAgent
 from .telemetry import EpochTelemetry
 
 CHECK_EVERY = 10  # epochs between replica fingerprint checks

@@ -9,6 +9,7 @@ is ours (:mod:`.telemetry`), in place of rl-games' ``fps step`` line.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from isaacgymenvs_gmi import startup_clock
@@ -17,7 +18,7 @@ from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.runners.result import RunResult
 
 if TYPE_CHECKING:
-    from isaacgymenvs_gmi.runners.lockstep import PpoLockstep
+    from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep
 
     from .telemetry import EpochTelemetry
 
@@ -32,7 +33,7 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
     plan, group = ctx.plan, ctx.group
     lockstep = None
     if group is not None:  # gradient reduction and statistics merging (collective)
-        from isaacgymenvs_gmi.runners.lockstep import build_lockstep
+        from isaacgymenvs_gmi.runners.shared.lockstep import build_lockstep
 
         lockstep = build_lockstep(ctx, plan.layout, group)
     telemetry = EpochTelemetry(
@@ -47,65 +48,29 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
 def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTelemetry) -> RunResult:
     from rl_games.torch_runner import Runner
 
-    from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
     from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver, ObserverChain
-    from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
-    from isaacgymenvs_gmi.runners.seeding import seed_everything
-    from isaacgymenvs_gmi.runners.video import video_recorder
-    from isaacgymenvs_gmi.runners.wandb_run import wandb_for
-    from isaacgymenvs_gmi.sim.envs import make_env
-    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
+    from isaacgymenvs_gmi.runners.shared.preamble import prepare_gmi
+    from isaacgymenvs_gmi.runners.shared.rlgames_settings import gmi_rlgames_params
+    from isaacgymenvs_gmi.runners.shared.video import video_recorder
+    from isaacgymenvs_gmi.runners.shared.wandb_run import finishing, wandb_for
 
     plan, rank, resources = ctx.plan, ctx.rank, ctx.resources
     seed = plan.seed + rank  # applied once; rl-games' own rank offset is never enabled
-    apply_all()
-    set_checkpoint_metadata(task=plan.task_name)
-    seed_everything(seed, plan.train.torch_deterministic)
-    physics = PhysicsOptions(
-        backend=plan.sim.backend,
-        mjx_impl=plan.sim.mjx_impl,
-        assets_root=plan.sim.assets_root,
-        num_threads=resources.threads,
-    )
-    envs: list[Any] = []  # VecTask or ForeignVecTask
+    prepare_gmi(plan, seed)
     observer = EpisodeStatsObserver()
     wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
-
-    def build() -> Any:
-        return make_env(
-            plan.task_config,
-            resources.rl_device,
-            resources.sim_device,
-            physics=physics,
-            seed=seed,
-            states_for_critic=plan.train.central_value,
-        )
-
-    def create_env(**_: Any) -> Any:
-        if not envs:  # the player builds another env later: only the first one counts
-            startup_clock.mark("env_begin")
-            compile_once_per_device(ctx, build)  # the device's first GMI compiles for all
-        env = build()
-        envs.append(env)
-        if len(envs) == 1:
-            startup_clock.mark("env_built")
-        if plan.video.capture and rank == 0:
-            env.attach_video(video_recorder(plan, env, observer, wandb))
-        return env
-
-    register_env(create_env)
-    params = rlgames_params(
-        plan.train_params,
-        plan.train,
+    envs: list[Any] = []  # VecTask or ForeignVecTask, as rl-games asked for them
+    video = lambda env: video_recorder(plan, env, observer, wandb)  # noqa: E731
+    register_env(_env_factory(ctx, seed, envs, video))
+    params = gmi_rlgames_params(
+        plan,
         rl_device=resources.rl_device,
         seed=seed,
-        num_envs=plan.num_envs,
         threads=resources.threads,
+        # nothing of GMI i > 0 lands in the user's run folder
+        train_dir=ctx.scratch_dir if lockstep is not None and rank != 0 else None,
     )
-    params["config"]["print_stats"] = False  # the progress line replaces rl-games' fps line
-    if lockstep is not None and rank != 0:  # nothing of GMI i > 0 lands in the user's run folder
-        params["config"]["train_dir"] = ctx.scratch_dir
     log.info(
         "%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s",
         plan.task_name,
@@ -116,34 +81,10 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
         resources.rl_device,
     )
     runner = Runner(observer if wandb is None else ObserverChain(observer, wandb))
-    if lockstep is not None:
-        from .agent import GmiPpoAgent
-
-        runner.algo_factory.register_builder(
-            "a2c_continuous",
-            lambda **kw: GmiPpoAgent(
-                lockstep=lockstep,
-                telemetry=telemetry,
-                before_epoch=ctx.before_epoch,
-                should_stop=ctx.should_stop,
-                **kw,
-            ),
-        )
-    else:
-        from .stopping import StoppableAgent
-
-        runner.algo_factory.register_builder(
-            "a2c_continuous",
-            lambda **kw: StoppableAgent(
-                should_stop=ctx.should_stop,
-                before_epoch=ctx.before_epoch,
-                telemetry=telemetry,
-                **kw,
-            ),
-        )
+    runner.algo_factory.register_builder("a2c_continuous", _agent_factory(ctx, lockstep, telemetry))
     runner.load({"params": params})
     runner.reset()
-    try:
+    with finishing(wandb):  # after the writer's last scalars, which it syncs
         runner.run(
             {
                 "train": not plan.test,
@@ -152,22 +93,63 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
                 "sigma": plan.train.sigma,
             }
         )
-    except BaseException:
-        if wandb is not None:
-            wandb.finish(failed=True)
-        raise
-    for env in envs:
-        env.close()
-    writer = getattr(observer.algo, "writer", None)
-    if writer is not None:
-        writer.close()  # flush; an open tensorboardX writer thread errors at interpreter exit
-    if wandb is not None:
-        wandb.finish()  # after the writer's last scalars, which it syncs
-    if plan.test:
-        played = envs[-1].episode_totals() if envs else (None, None)
-        print(f"mean episode reward: {played[0]:.3f}, mean episode length: {played[1]:.1f}")
-        return RunResult(played[0], played[1], 0, None, [])
-    algo = observer.algo
+        for env in envs:
+            env.close()
+        writer = getattr(observer.algo, "writer", None)
+        if writer is not None:
+            writer.close()  # flush; an open tensorboardX writer thread errors at interpreter exit
+    return _played(envs) if plan.test else _trained(ctx, observer)
+
+
+def _env_factory(
+    ctx: GmiContext, seed: int, envs: list[Any], video: Callable[[Any], Any]
+) -> Callable[..., Any]:
+    """rl-games' env creator: builds this GMI's env (the device's first GMI compiles for the
+    others), keeps it in ``envs``, and on GMI 0 attaches ``video(env)`` when recording."""
+    from isaacgymenvs_gmi.runners.shared.env_builder import env_builder
+
+    build = env_builder(ctx, seed)
+
+    def create_env(**_: Any) -> Any:
+        if not envs:  # the player builds another env later: only the first one counts
+            startup_clock.mark("env_begin")
+            compile_once_per_device(ctx, build)
+        env = build()
+        envs.append(env)
+        if len(envs) == 1:
+            startup_clock.mark("env_built")
+        if ctx.plan.video.capture and ctx.rank == 0:
+            env.attach_video(video(env))
+        return env
+
+    return create_env
+
+
+def _agent_factory(
+    ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTelemetry
+) -> Callable[..., Any]:
+    """rl-games' builder of the a2c_continuous agent: in lockstep with the other GMIs when
+    there are others, else rl-games' own agent made stoppable; both report through
+    ``telemetry``."""
+    hooks = dict(telemetry=telemetry, before_epoch=ctx.before_epoch, should_stop=ctx.should_stop)
+    if lockstep is not None:
+        from .agent import GmiPpoAgent
+
+        return lambda **kw: GmiPpoAgent(lockstep=lockstep, **hooks, **kw)
+    from isaacgymenvs_gmi.runners.shared.stopping import StoppableAgent
+
+    return lambda **kw: StoppableAgent(**hooks, **kw)
+
+
+def _played(envs: list[Any]) -> RunResult:
+    """test=True: the played episodes' mean reward and length."""
+    played = envs[-1].episode_totals() if envs else (None, None)
+    print(f"mean episode reward: {played[0]:.3f}, mean episode length: {played[1]:.1f}")
+    return RunResult(played[0], played[1], 0, None, [])
+
+
+def _trained(ctx: GmiContext, observer: Any) -> RunResult:
+    plan, rank, algo = ctx.plan, ctx.rank, observer.algo
     frames_per_epoch = plan.num_envs * plan.train.horizon_length * plan.world_size
     return RunResult(
         mean_reward=observer.mean_reward,

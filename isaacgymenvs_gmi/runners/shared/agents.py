@@ -50,24 +50,17 @@ def build_agent(
     from rl_games.torch_runner import Runner
 
     from isaacgymenvs_gmi.rl.observer import ObserverChain
-    from isaacgymenvs_gmi.rl.train_config import rlgames_params
 
-    params = rlgames_params(
-        plan.train_params,
-        plan.train,
-        rl_device=rl_device,
-        seed=seed,
-        num_envs=plan.num_envs,
-        threads=threads,
+    from .rlgames_settings import gmi_rlgames_params
+
+    params = gmi_rlgames_params(
+        plan, rl_device=rl_device, seed=seed, threads=threads, train_dir=train_dir
     )
     config = params["config"]
     config["env_info"] = env_info(plan)
-    config["print_stats"] = False
     if acting_only:
         config.pop("minibatch_size_per_env", None)
         config["minibatch_size"] = config["horizon_length"] * plan.num_envs
-    if train_dir is not None:
-        config["train_dir"] = train_dir
     default = DefaultAlgoObserver()
     runner = Runner(default if observer is None else ObserverChain(default, observer))
     runner.load({"params": params})

@@ -1,5 +1,5 @@
-"""The channels between an async run's GMIs: a route from every actor to every trainer and the
-first trainer's weights board.
+"""The channels between a run's GMIs: a route from every actor to every trainer and the first
+trainer's weights board; their shape for a plan, and how each route travels.
 
 Inside a node they live in shared memory: trainers make them and publish where they are in the
 run's signed store, actors attach, and the names are removed once everyone has mapped them, so
@@ -19,17 +19,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from isaacgymenvs_gmi.channels import Route, RouteShape, WeightsBoard
-from isaacgymenvs_gmi.channels.p2p import (
+from isaacgymenvs_gmi.comm.routing import ipc_possible
+from isaacgymenvs_gmi.comm.store import Store
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
+
+from .kinds import KindSpec, experience_kinds
+from .p2p import (
     BoardReceiver,
     BoardSender,
     PointToPoint,
     RouteDownlink,
     RouteUplink,
 )
-from isaacgymenvs_gmi.comm.store import Store
-
 from .roles import AsyncRoles
+from .route import Route, RouteShape, route_shape
+from .spec import channel_specs
+from .weights import WeightsBoard
 
 FIRST_WEIGHTS_TIMEOUT_S = 300.0
 Transport = Literal["shm", "ipc", "p2p"]  # how one actor -> trainer route travels
@@ -198,3 +203,57 @@ def in_process_links(
         for a in roles.actors
     }
     return trainers, actors
+
+
+def chunk_steps_of(plan: RunPlan) -> int:
+    """Env steps per chunk of experience (``gmi.async.chunk_steps``, else the horizon)."""
+    return plan.gmi.async_.chunk_steps or plan.train.horizon_length
+
+
+def kinds_of(plan: RunPlan) -> list[KindSpec]:
+    """The kinds of experience a step of ``plan``'s task carries (states only with a
+    central value)."""
+    obs, states, actions = plan.dims
+    return experience_kinds(obs, states if plan.train.central_value else 0, actions)
+
+
+def route_shape_for(plan: RunPlan) -> RouteShape:
+    """The shape of every actor -> consumer route of ``plan`` (``gmi.channels``, chunk, ring)."""
+    channels = channel_specs(plan.gmi.channels, kinds_of(plan))
+    return route_shape(
+        channels,
+        plan.num_envs,
+        chunk_steps_of(plan),
+        plan.gmi.async_.ring_slots,
+        compress=plan.gmi.channels == "multi",
+    )
+
+
+def peer_transports(
+    plan: RunPlan, rank: int, peers: tuple[int, ...], on_gpu: bool
+) -> dict[int, Transport]:
+    """How GMI ``rank`` reaches each of ``peers`` (``gmi.async.transport``): ``p2p`` across
+    nodes (or everywhere when asked), ``ipc`` on the same GPU where GMIs can open each other's
+    device memory (unless ``shm`` is asked), else ``shm``."""
+    asked = plan.gmi.async_.transport
+    here = plan.layout.place(rank)
+    ipc = asked in ("auto", "ipc") and ipc_possible(on_gpu, plan.gmi_backend)
+    out: dict[int, Transport] = {}
+    for peer in peers:
+        there = plan.layout.place(peer)
+        if asked == "p2p" or there.node != here.node:
+            out[peer] = "p2p"
+        else:
+            out[peer] = "ipc" if ipc and there.device == here.device else "shm"
+    return out
+
+
+def describe_transports(transports: dict[int, Transport]) -> str:
+    """`` (1 point to point, 2 CUDA IPC)``: the routes not over host shared memory."""
+    names = {"p2p": "point to point", "ipc": "CUDA IPC"}
+    counts = [
+        f"{sum(t == kind for t in transports.values())} {name}"
+        for kind, name in names.items()
+        if kind in transports.values()
+    ]
+    return f" ({', '.join(counts)})" if counts else ""

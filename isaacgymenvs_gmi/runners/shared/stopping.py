@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
@@ -16,10 +16,25 @@ from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
 from isaacgymenvs_gmi.rl.finite_check import ensure_finite
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
 
-if TYPE_CHECKING:
-    from .telemetry import EpochTelemetry
-
 log = logging.getLogger(__name__)
+
+
+class EpochReport(Protocol):
+    """Where an agent reports each epoch (a mode's progress line and TensorBoard tags)."""
+
+    def record(
+        self,
+        *,
+        epoch: int,
+        max_epochs: int,
+        max_frames: int,
+        frames: int,
+        epoch_seconds: float,
+        reward: float | None,
+        writer: Any,
+    ) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class StoppableAgent(A2CAgent):
@@ -38,7 +53,7 @@ class StoppableAgent(A2CAgent):
         *,
         should_stop: StopCheck = never_stop,
         before_epoch: EpochHook = no_fault,
-        telemetry: EpochTelemetry | None = None,
+        telemetry: EpochReport | None = None,
     ):
         super().__init__(base_name, params)
         self.should_stop, self.before_epoch = should_stop, before_epoch

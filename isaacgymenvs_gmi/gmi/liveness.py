@@ -1,0 +1,57 @@
+"""Whether a process is running, stopped, a zombie or gone: the one place that reads
+``/proc/<pid>/stat``.
+
+The state is the first field after the command name, and the name (up to 15 bytes, chosen by
+the process) may hold spaces and parentheses, so the line is split at its last ``)``. Where the
+file cannot be read (no ``/proc``, or a process hidden from this user) ``os.kill(pid, 0)``
+decides between running and gone; a process we may not signal exists, so it counts as running.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+ProcessState = Literal["running", "stopped", "zombie", "gone"]
+PROC = Path("/proc")
+
+_STOPPED = frozenset(b"Tt")  # stopped by a signal (T) or by a tracer (t)
+_ZOMBIE = frozenset(b"Z")  # exited, not yet reaped by its parent
+_DEAD = frozenset(b"Xx")  # being reaped this instant
+
+
+def process_state(pid: int, proc: Path = PROC) -> ProcessState:
+    """The state of process ``pid``: ``"running"`` (any state that can still run: running,
+    sleeping, in disk wait, ...), ``"stopped"`` (``SIGSTOP`` or a tracer), ``"zombie"`` (exited,
+    not reaped) or ``"gone"``. A pid of 0 or below names no single process: ``"gone"``."""
+    if pid <= 0:
+        return "gone"
+    try:
+        stat = (proc / str(pid) / "stat").read_bytes()
+        state = stat.rsplit(b")", 1)[1].split()[0][0]
+    except (OSError, IndexError):
+        return _signal_probe(pid)
+    if state in _STOPPED:
+        return "stopped"
+    if state in _ZOMBIE:
+        return "zombie"
+    if state in _DEAD:
+        return "gone"
+    return "running"
+
+
+def is_alive(pid: int, proc: Path = PROC) -> bool:
+    """``pid`` has not exited: running or stopped (a zombie has exited)."""
+    return process_state(pid, proc) in ("running", "stopped")
+
+
+def _signal_probe(pid: int) -> ProcessState:
+    """Running or gone, from whether ``pid`` can be signalled (no state beyond that)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: too large to be a pid
+        return "gone"
+    except PermissionError:
+        return "running"  # someone else's process: it exists
+    return "running"

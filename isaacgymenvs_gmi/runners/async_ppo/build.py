@@ -1,0 +1,106 @@
+"""Building the async roles from the plan (shared by processes and the serial twin): the
+trainer's agent and loop, an actor with its channel ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from isaacgymenvs_gmi.channels import Batcher, Collector, Ledger
+from isaacgymenvs_gmi.channels.roles import AsyncRoles
+from isaacgymenvs_gmi.channels.wiring import (
+    ActorLinks,
+    TrainerLinks,
+    chunk_steps_of,
+    kinds_of,
+    open_actor_links,
+    peer_transports,
+    route_shape_for,
+)
+from isaacgymenvs_gmi.comm.store import Store
+from isaacgymenvs_gmi.gmi.context import GmiContext
+from isaacgymenvs_gmi.runners.shared.acting import build_actor
+from isaacgymenvs_gmi.runners.shared.actor_loop import ActorLoop
+from isaacgymenvs_gmi.runners.shared.agents import build_agent, policy_modules
+from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep
+
+from .team import TrainerTeam
+from .trainer_loop import TrainerLoop
+
+
+def build_trainer(
+    ctx: GmiContext,
+    gmi: int,
+    lead: bool,
+    lockstep: PpoLockstep | None = None,
+    observer: Any = None,
+) -> tuple[Any, list]:
+    """The trainer's rl-games agent (resumed from the plan's checkpoint) and its modules;
+    ``lockstep``: what keeps it identical with the other trainers, if there are others;
+    ``observer``: an rl-games observer of the agent (the lead's wandb run)."""
+    from .trainer import AsyncPpoAgent
+
+    plan, settings = ctx.plan, ctx.plan.gmi.async_
+    agent = build_agent(
+        plan,
+        rl_device=ctx.resources.rl_device,
+        seed=plan.seed + gmi,
+        threads=ctx.resources.threads,
+        train_dir=None if lead else ctx.scratch_dir,
+        observer=observer,
+        make=lambda **kw: AsyncPpoAgent(
+            rho_bar=settings.rho_bar,
+            c_bar=settings.c_bar,
+            anchor=settings.anchor,
+            lockstep=lockstep,
+            **kw,
+        ),
+    )
+    if plan.checkpoint:
+        agent.restore(plan.checkpoint)
+    return agent, policy_modules(agent)
+
+
+def actors_of(plan) -> range:
+    """The actor GMIs: the ones that build envs (the device's first compiles for the others)."""
+    return range(plan.gmi.trainers, plan.world_size)
+
+
+def trainer_loop(
+    ctx: GmiContext,
+    agent: Any,
+    modules: list,
+    links: TrainerLinks,
+    lead: bool,
+    stop,
+    team: TrainerTeam | None = None,
+) -> TrainerLoop:
+    plan = ctx.plan
+    actors = sorted(links.routes)
+    carried = tuple(k for k in kinds_of(plan) if k.row_bytes)
+    collector = Collector(actors, [links.routes[a] for a in actors], carried)
+    ledger = Ledger()
+    batcher = Batcher(
+        plan.train.horizon_length,
+        plan.num_envs,
+        chunk_steps_of(plan),
+        plan.gmi.async_.max_lag,
+        ledger,
+    )
+    return TrainerLoop(agent, modules, links, collector, batcher, ledger, stop, lead, team)
+
+
+def open_actor(
+    ctx: GmiContext, roles: AsyncRoles, store: Store
+) -> tuple[ActorLoop, Any, ActorLinks]:
+    """This actor's loop, env and channel ends (remote ones still to :meth:`connect`)."""
+    shape = route_shape_for(ctx.plan)
+    device = ctx.resources.rl_device
+    transports = peer_transports(ctx.plan, ctx.rank, roles.trainers, device.startswith("cuda"))
+    opened: list[ActorLinks] = []
+
+    def links_for(numel: int) -> ActorLinks:
+        opened.append(open_actor_links(ctx.rank, roles, shape, numel, store, transports, device))
+        return opened[0]
+
+    actor, env = build_actor(ctx, ctx.rank, links_for, players=actors_of(ctx.plan))
+    return actor, env, opened[0]

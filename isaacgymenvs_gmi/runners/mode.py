@@ -1,0 +1,86 @@
+"""A mode as a plug-in: what it checks before any process starts, and what every GMI then runs.
+
+The launcher knows modes only through this shape: it asks the registered :class:`Mode` of
+``gmi.mode`` to check the plan's facts (a :class:`~isaacgymenvs_gmi.config.ConfigError` naming
+the key, before any simulator, process or file exists), and hands its ``body`` to the GMIs. A
+mode's telemetry (its progress line, its TensorBoard tags, its closing summary) lives in its own
+package and is written by its body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from isaacgymenvs_gmi.config import GmiConfig, TrainSettings
+from isaacgymenvs_gmi.gmi.context import Body
+from isaacgymenvs_gmi.placement.layout import GmiLayout
+from isaacgymenvs_gmi.placement.run_plan import RunPlan
+
+
+@dataclass(frozen=True)
+class ModeFacts:
+    """What a mode's checks see: the validated settings and the layout the run will have.
+
+    Attributes:
+        gmi: ``gmi.*`` settings.
+        layout: where the GMIs go (nodes x devices x GMIs per device).
+        train_params: the resolved ``train.params`` node, as rl-games will read it.
+        num_envs: envs per GMI as given (not yet known to be a count: the train checks name it).
+        train: the typed train settings.
+        ipc_possible: whether GMIs of one device can open each other's device memory.
+        backend: the GMI backend after ``auto`` (cpu, mps, mig, direct).
+        cuda: whether a CUDA device is visible.
+    """
+
+    gmi: GmiConfig
+    layout: GmiLayout
+    train_params: dict
+    num_envs: object
+    train: TrainSettings
+    ipc_possible: bool
+    backend: str
+    cuda: bool
+
+
+@dataclass(frozen=True)
+class Survival:
+    """GMIs whose death the run survives (``expendable``), and how many of them must stay
+    alive for it to go on (``min_alive``; below it the run stops cleanly)."""
+
+    expendable: tuple[int, ...] = ()
+    min_alive: int = 0
+
+
+def _nothing_to_check(facts: ModeFacts) -> Survival:
+    return Survival()
+
+
+def _never(plan: RunPlan) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One ``gmi.mode``.
+
+    Attributes:
+        name: its ``gmi.mode`` value.
+        summary: one line for error messages and the README.
+        body: what every GMI runs (``GmiContext -> GMI 0's result``).
+        check: refuses what the mode cannot run (``ConfigError``), else says which GMIs the
+            run survives losing.
+        trains: whether the mode trains with the train config's PPO batch (its horizon,
+            minibatch and envs are then checked to fit together).
+        records_video: whether ``capture_video`` works in this mode.
+        in_one_process: whether a plan of several GMIs still runs in the launcher's process
+            (an in-process twin, e.g. ``gmi.async.serial``).
+    """
+
+    name: str
+    summary: str
+    body: Body
+    check: Callable[[ModeFacts], Survival] = _nothing_to_check
+    trains: bool = True
+    records_video: bool = False
+    in_one_process: Callable[[RunPlan], bool] = _never

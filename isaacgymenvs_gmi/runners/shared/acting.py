@@ -1,0 +1,60 @@
+"""An actor: a GMI that plays the policy on its envs and hands its experience to channels (async
+PPO's actors, serving's GMIs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from isaacgymenvs_gmi.channels import Dispenser
+from isaacgymenvs_gmi.channels.wiring import ActorLinks
+from isaacgymenvs_gmi.gmi.context import GmiContext
+
+from .actor_loop import ActorLoop
+from .agents import build_agent, policy_modules
+from .env_builder import env_builder
+
+
+def build_actor(
+    ctx: GmiContext,
+    gmi: int,
+    links_for: Callable[[int], ActorLinks],
+    *,
+    players: Iterable[int] | None,
+    deadline_s: float | None = None,
+    train_dir: str | None = None,
+) -> tuple[ActorLoop, Any]:
+    """The actor's loop and its env. ``links_for(numel)`` opens the actor's ends once the
+    policy size is known; ``players``: the GMIs that build envs (the first of them on a device
+    compiles for the others; None: every GMI); ``deadline_s`` (default
+    ``gmi.async.deadline_ms``): the compressor's deadline, ``math.inf`` where the consumer runs
+    only between chunks (one process); ``train_dir`` (default the GMI's scratch folder): where
+    rl-games may write."""
+    from rl_games.algos_torch.a2c_continuous import A2CAgent
+
+    from isaacgymenvs_gmi.channels import flatten
+    from isaacgymenvs_gmi.gmi.compile_gate import compile_once_per_device
+    from isaacgymenvs_gmi.rl.vecenv import wrap_env
+
+    plan, resources = ctx.plan, ctx.resources
+    build = env_builder(ctx, seed=plan.seed + gmi)
+    compile_once_per_device(ctx, build, players)
+    env = build()
+    agent = build_agent(
+        plan,
+        rl_device=resources.rl_device,
+        seed=plan.seed + gmi,
+        threads=resources.threads,
+        train_dir=train_dir or ctx.scratch_dir,
+        vec_env=wrap_env(env),
+        make=lambda **kw: A2CAgent(**kw),
+        acting_only=True,
+    )
+    modules = policy_modules(agent)
+    links = links_for(flatten(modules).numel())
+    settings = plan.gmi.async_
+    abort = lambda: links.board.stopping  # noqa: E731
+    deadline = settings.deadline_ms / 1000.0 if deadline_s is None else deadline_s
+    dispenser = Dispenser(gmi, links.routes, deadline, abort)
+    bootstrap = bool(plan.train_params["config"].get("value_bootstrap", False))
+    return ActorLoop(agent, modules, dispenser, links.board, bootstrap), env

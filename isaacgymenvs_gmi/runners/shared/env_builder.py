@@ -1,0 +1,36 @@
+"""The one way a GMI builds its envs: the plan's task on the GMI's devices and cores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from isaacgymenvs_gmi.gmi.context import GmiContext
+
+
+def env_builder(ctx: GmiContext, seed: int) -> Callable[[], Any]:
+    """A function that builds one env of ``ctx``'s task (a VecTask, or the user's own VecTask
+    class) seeded with ``seed``, physics on the GMI's sim device with its threads, learner
+    tensors on its rl device. Each call builds a fresh env."""
+    from isaacgymenvs_gmi.sim.envs import make_env
+    from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
+
+    plan, resources = ctx.plan, ctx.resources
+    physics = PhysicsOptions(
+        backend=plan.sim.backend,
+        mjx_impl=plan.sim.mjx_impl,
+        assets_root=plan.sim.assets_root,
+        num_threads=resources.threads,
+    )
+
+    def build() -> Any:
+        return make_env(
+            plan.task_config,
+            resources.rl_device,
+            resources.sim_device,
+            physics=physics,
+            seed=seed,
+            states_for_critic=plan.train.central_value,
+        )
+
+    return build
