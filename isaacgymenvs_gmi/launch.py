@@ -32,14 +32,15 @@ from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
 from isaacgymenvs_gmi.config.serve import ServeSettings
 from isaacgymenvs_gmi.config.sources import bundled_config_dir
+from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
 from isaacgymenvs_gmi.config.upstream_switches import not_applied
 from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
-from isaacgymenvs_gmi.placement.backends import NodeLayout, layout_for, node_layout
 from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
+from isaacgymenvs_gmi.placement.gpu_sharing import NodeLayout, layout_for, node_layout
 from isaacgymenvs_gmi.placement.inventory import Inventory, detect_inventory
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 from isaacgymenvs_gmi.placement.machine_limits import (
@@ -86,7 +87,7 @@ def plan_run(
     )
     footprint = task.preflight(sim.assets_root)
     mode = mode_named(gmi.mode)
-    place = _place(gmi, cuda, inventory)
+    place = _place(gmi, cuda, inventory, mode)
     layout, backend = place.layout, place.node.backend
     _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
     _check_training(cfg, mode, num_envs, train_params)
@@ -101,10 +102,11 @@ def plan_run(
     if cfg.test and layout.world_size > 1 and not place.under_torchrun:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)
-    task.config["env"]["numEnvs"] = int(num_envs)
+    task_env = TaskEnvSettings.from_task_config(task.config)
+    task.config["env"]["numEnvs"] = task_env.num_envs  # a count, for the user's own VecTask too
     return RunPlan(
         task_name=cfg.task_name,
-        num_envs=int(num_envs),
+        task_env=task_env,
         seed=_seed(cfg.seed),
         sim=sim,
         gmi=gmi,
@@ -120,6 +122,7 @@ def plan_run(
         serve=ServeSettings.from_cfg(cfg),
         expendable=survival.expendable,
         min_expendable=survival.min_alive,
+        pinned=survival.pinned,
         task_modules=task_modules,
         wandb=wandb,
         run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,
@@ -174,10 +177,10 @@ class _Placement:
     ipc: bool  # GMIs of a device can open each other's memory
 
 
-def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None) -> _Placement:
+def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None, mode: Mode) -> _Placement:
     """Where the GMIs go (this node's devices, or torchrun's world), and the transports the
     layout allows (ConfigError naming ``gmi.comm`` or ``gmi.intra_device``)."""
-    node = node_layout(gmi, inventory or _inventory(cuda))
+    node = node_layout(gmi, inventory or _inventory(cuda), mode.independent_gmis)
     world = torchrun_world(os.environ)
     layout = torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
     ipc = ipc_possible(cuda, node.backend)

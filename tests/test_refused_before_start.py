@@ -194,16 +194,113 @@ def test_a_checkpoint_of_another_task_is_refused_naming_its_shape(compose_cfg, t
     assert refused.value.key == "checkpoint" and "(4,)" in str(refused.value)
 
 
-def test_good_inputs_still_pass(compose_cfg):
-    for overrides in (
-        ["task=Ant"],
+GOOD_INPUTS = [  # (overrides, what the plan must hold: dotted attributes of RunPlan, or dict keys)
+    (
+        ["task=Ant"],  # the defaults: config.yaml, Ant.yaml, AntPPO.yaml
+        {
+            "task_name": "Ant",
+            "num_envs": 4096,
+            "seed": 42,
+            "world_size": 1,
+            "mode": "sync",
+            "train.horizon_length": 16,
+            "train_params.config.max_epochs": 500,
+        },
+    ),
+    (
         ["task=ShadowHand"],
+        {
+            "task_name": "ShadowHand",
+            "num_envs": 16384,
+            "train.horizon_length": 8,
+            "train_params.config.max_epochs": 5000,
+        },
+    ),
+    (
         ["task=Cartpole", "gmi.per_gpu=3"],
+        {"num_envs": 512, "gmi.per_gpu": 3, "layout.per_device": 3, "world_size": 3},
+    ),
+    (
         ["task=Ant", "experiment=my_run-2"],
-        ["task=Ant", "max_iterations=-1"],
-        ["task=Ant", "seed=-1"],
-    ):
-        launch.plan_run(compose_cfg(*overrides), platform=NO_GPU)
+        {
+            "train_params.config.name": "my_run-2",
+            "train_params.config.full_experiment_name": "my_run-2",
+        },
+    ),
+    (["task=Ant", "max_iterations=-1"], {"train_params.config.max_epochs": -1}),
+    (
+        [
+            "task=Cartpole",
+            "num_envs=64",
+            "seed=7",
+            "gmi.per_gpu=2",
+            "max_iterations=3",
+            "train.params.config.horizon_length=32",
+            "train.params.config.minibatch_size=1024",
+            "torch_deterministic=True",
+            "sigma=0.5",
+            "train_dir=my_runs",
+            "+full_experiment_name=exp_a",
+        ],
+        {
+            "num_envs": 64,
+            "task_config.env.numEnvs": 64,
+            "seed": 7,
+            "world_size": 2,
+            "train_params.config.max_epochs": 3,
+            "train_params.config.minibatch_size": 1024,
+            "train.horizon_length": 32,
+            "train.torch_deterministic": True,
+            "train.sigma": 0.5,
+            "train.train_dir": "my_runs",
+            "train.experiment_name": "exp_a",
+        },
+    ),
+    (
+        ["task=Ant", "gmi.mode=serve", "gmi.per_gpu=2", "num_envs=32", "serve.steps=25"],
+        {"mode": "serve", "world_size": 2, "num_envs": 32, "serve.steps": 25},
+    ),
+    (
+        [
+            "task=Ant",
+            "gmi.mode=async",
+            "gmi.per_gpu=3",
+            "gmi.trainers=1",
+            "num_envs=32",
+            "train.params.config.minibatch_size=512",
+        ],
+        # GMI 0 trains, GMIs 1 and 2 act; the run survives actors down to gmi.async.min_actors
+        {
+            "mode": "async",
+            "world_size": 3,
+            "gmi.trainers": 1,
+            "expendable": (1, 2),
+            "min_expendable": 1,
+        },
+    ),
+]
+
+
+def _field(plan, path: str):
+    value = plan
+    for part in path.split("."):
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
+    return value
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"), GOOD_INPUTS, ids=[" ".join(o) for o, _ in GOOD_INPUTS]
+)
+def test_good_inputs_still_pass(compose_cfg, nothing_may_start, overrides, expected):
+    """Good inputs plan without starting anything, and the plan holds what they named."""
+    plan = launch.plan_run(compose_cfg(*overrides), platform=NO_GPU)
+    assert {path: _field(plan, path) for path in expected} == expected
+
+
+def test_seed_minus_one_draws_a_seed(compose_cfg):
+    """``seed=-1``: a base seed drawn from [0, 10000], as IsaacGymEnvs does, never -1 itself."""
+    plan = launch.plan_run(compose_cfg("task=Ant", "seed=-1"), platform=NO_GPU)
+    assert 0 <= plan.seed <= 10000
 
 
 @pytest.mark.parametrize(

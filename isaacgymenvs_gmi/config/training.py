@@ -24,6 +24,8 @@ class TrainSettings:
     central_value: the train config has a central value (asymmetric critic) net.
     experiment_name: ``full_experiment_name`` (a run folder name), ``None`` for rl-games' own.
     train_dir: folder for checkpoints and summaries (``train_dir``).
+    value_bootstrap: time-outs are truncations whose value is bootstrapped
+        (``train.params.config.value_bootstrap``, as rl-games reads it).
     """
 
     horizon_length: int
@@ -32,6 +34,7 @@ class TrainSettings:
     central_value: bool
     experiment_name: str | None
     train_dir: str
+    value_bootstrap: bool = False
 
     @classmethod
     def from_cfg(cls, cfg: Any) -> TrainSettings:
@@ -47,6 +50,7 @@ class TrainSettings:
             central_value=config.get("central_value_config") is not None,
             experiment_name=select(cfg, "full_experiment_name"),
             train_dir=str(select(cfg, "train_dir") or "runs"),
+            value_bootstrap=bool(config.get("value_bootstrap", False)),
         )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from isaacgymenvs_gmi.placement.backends import sm_percent
 from isaacgymenvs_gmi.placement.cpu_sets import (
     choose_cores,
     oversubscribed,
@@ -18,6 +17,7 @@ from isaacgymenvs_gmi.placement.cpu_sets import (
     split_cores,
     usable_cores,
 )
+from isaacgymenvs_gmi.placement.gpu_sharing import sm_percent
 from isaacgymenvs_gmi.placement.layout import GmiPlace
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
@@ -94,7 +94,7 @@ def core_set(plan: RunPlan, place: GmiPlace) -> tuple[list[int], int]:
     """The cores GMI ``place`` may run on and the threads its pools get (``gmi.cores``)."""
     layout, cores = plan.layout, usable_cores()
     crowded = oversubscribed(cores, layout.devices_per_node, layout.per_device)
-    if choose_cores(plan.gmi.cores, plan.mode, crowded) == "shared":
+    if choose_cores(plan.gmi.cores, crowded, bool(plan.pinned)) == "shared":
         return share_cores(cores, layout.devices_per_node, layout.per_device)[place.local_rank]
     own = own_cores(plan, place.node)
     pinned = split_cores(cores, layout.devices_per_node, layout.per_device, own)
@@ -103,13 +103,18 @@ def core_set(plan: RunPlan, place: GmiPlace) -> tuple[list[int], int]:
 
 def own_cores(plan: RunPlan, node: int) -> list[int]:
     """Per device of ``node``: how many of its first GMIs keep cores of their own when GMIs
-    outnumber cores: the async trainers (GMIs ``0 .. K-1``, on node 0), which every actor
-    waits on; none in the other modes, whose GMIs are peers."""
-    if plan.mode != "async" or node != 0:
+    outnumber cores (the plan's ``pinned`` GMIs, e.g. async trainers, which every actor waits
+    on; [] where none is on this node: its GMIs are peers)."""
+    places = [plan.layout.place(g) for g in plan.pinned]
+    here = [p for p in places if p.node == node]
+    if not here:
         return []
-    per = plan.layout.per_device
-    k = plan.gmi.trainers
-    return [min(max(k - d * per, 0), per) for d in range(plan.layout.devices_per_node)]
+    per_device = [0] * plan.layout.devices_per_node
+    for p in here:
+        if p.slot != per_device[p.local_device]:
+            raise ValueError(f"pinned GMIs must come first on their device: {plan.pinned}")
+        per_device[p.local_device] += 1
+    return per_device
 
 
 def _visible_device(plan: RunPlan, place: GmiPlace) -> str:

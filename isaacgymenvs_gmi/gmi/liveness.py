@@ -27,11 +27,10 @@ def process_state(pid: int, proc: Path = PROC) -> ProcessState:
     not reaped) or ``"gone"``. A pid of 0 or below names no single process: ``"gone"``."""
     if pid <= 0:
         return "gone"
-    try:
-        stat = (proc / str(pid) / "stat").read_bytes()
-        state = stat.rsplit(b")", 1)[1].split()[0][0]
-    except (OSError, IndexError):
+    fields = stat_fields(pid, proc)
+    if not fields:
         return _signal_probe(pid)
+    state = fields[0][0]
     if state in _STOPPED:
         return "stopped"
     if state in _ZOMBIE:
@@ -39,6 +38,17 @@ def process_state(pid: int, proc: Path = PROC) -> ProcessState:
     if state in _DEAD:
         return "gone"
     return "running"
+
+
+def stat_fields(pid: int, proc: Path = PROC) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgrp, ...), or
+    None where the file cannot be read or is not such a line."""
+    try:
+        stat = (proc / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    _, paren, tail = stat.rpartition(b")")
+    return tail.split() if paren else None
 
 
 def is_alive(pid: int, proc: Path = PROC) -> bool:

@@ -100,9 +100,9 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
         how = {
             "shared": "each device's GMIs share its cores, every pool sized to its share",
             "pinned": "some cores carry two GMIs"
-            + ("; the trainers keep cores of their own" if plan.mode == "async" else ""),
+            + (f"; GMI(s) {list(plan.pinned)} keep cores of their own" if plan.pinned else ""),
         }
-        chosen = choose_cores(plan.gmi.cores, plan.mode, crowded=True)
+        chosen = choose_cores(plan.gmi.cores, crowded=True, some_pinned=bool(plan.pinned))
         log.warning(
             "%d GMIs on %d cores: %s (gmi.cores=%s)",
             layout.per_node,

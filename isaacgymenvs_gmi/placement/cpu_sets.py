@@ -79,9 +79,10 @@ def oversubscribed(cores: list[int], devices: int, per_device: int) -> bool:
     return devices * per_device > len(cores)
 
 
-def choose_cores(requested: str, mode: str, crowded: bool) -> str:
-    """``pinned`` or ``shared`` for ``gmi.cores=requested`` in ``mode``; ``crowded``: a
-    device has fewer cores than GMIs."""
+def choose_cores(requested: str, crowded: bool, some_pinned: bool = False) -> str:
+    """``pinned`` or ``shared`` for ``gmi.cores=requested``; ``crowded``: a device has fewer
+    cores than GMIs; ``some_pinned``: some GMIs keep cores of their own (the ones the others
+    wait on), which only pinning gives them."""
     if requested != "auto":
         return requested
-    return "shared" if crowded and mode != "async" else "pinned"
+    return "shared" if crowded and not some_pinned else "pinned"

@@ -8,6 +8,7 @@ from typing import Any
 
 from isaacgymenvs_gmi.config import GmiConfig, SimSettings, TrainSettings
 from isaacgymenvs_gmi.config.serve import ServeSettings
+from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
 from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 
@@ -20,11 +21,11 @@ class RunPlan:
 
     ``task_config`` and ``train_params`` are the resolved ``task`` and ``train.params`` nodes,
     handed unread to the task and to rl-games; what the runtime itself needs of them is typed
-    (``num_envs``, ``train``).
+    once (``task_env``, ``train``).
     """
 
     task_name: str
-    num_envs: int  # per GMI, as in IsaacGymEnvs multi-GPU training
+    task_env: TaskEnvSettings  # what the runtime reads of task_config, typed
     seed: int  # base seed; GMI i uses seed + i
     sim: SimSettings
     gmi: GmiConfig
@@ -40,10 +41,16 @@ class RunPlan:
     serve: ServeSettings = ServeSettings()
     expendable: tuple[int, ...] = ()  # GMIs whose death the run survives (async actors)
     min_expendable: int = 0  # the run stops cleanly when fewer of them are alive
+    pinned: tuple[int, ...] = ()  # GMIs keeping cores of their own when cores are short
     task_modules: tuple[str, ...] = ()  # imported by every GMI: they register the user's tasks
     wandb: WandbSettings = WandbSettings()
     video: VideoSettings = VideoSettings()  # capture_video: env 0 of GMI 0 on video
     run_config: dict[str, Any] | None = None  # the whole resolved config, logged when wandb is on
+
+    @property
+    def num_envs(self) -> int:
+        """Envs per GMI, as in IsaacGymEnvs multi-GPU training."""
+        return self.task_env.num_envs
 
     @property
     def world_size(self) -> int:

@@ -8,6 +8,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from isaacgymenvs_gmi.gmi.liveness import stat_fields
+
 MIB = 2**20
 
 
@@ -17,12 +19,8 @@ def group_members(pgid: int, proc: Path = Path("/proc")) -> list[int]:
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        fields = stat.rsplit(")", 1)[1].split()  # state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid:
+        fields = stat_fields(int(entry.name), proc)  # state, ppid, pgrp, ...; None: gone
+        if fields and len(fields) > 2 and int(fields[2]) == pgid:
             out.append(int(entry.name))
     return out
 

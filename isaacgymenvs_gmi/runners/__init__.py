@@ -17,7 +17,7 @@ defer_rl_games_test_networks()  # before the bodies below import rl-games' train
 defer_torch_compiler()
 
 from .async_ppo import MODE as ASYNC  # noqa: E402
-from .mode import Mode, ModeFacts, Survival  # noqa: E402
+from .mode import Mode, ModeFacts, ModeTerms  # noqa: E402
 from .result import RunResult  # noqa: E402
 from .serve import MODE as SERVE  # noqa: E402
 from .sync_ppo import MODE as SYNC  # noqa: E402
@@ -41,4 +41,4 @@ def mode_of(plan: RunPlan) -> Mode:
     return PLAYER if plan.test else mode_named(plan.mode)
 
 
-__all__ = ["MODES", "Mode", "ModeFacts", "RunResult", "Survival", "mode_named", "mode_of"]
+__all__ = ["MODES", "Mode", "ModeFacts", "RunResult", "ModeTerms", "mode_named", "mode_of"]

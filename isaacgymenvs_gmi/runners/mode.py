@@ -44,16 +44,23 @@ class ModeFacts:
 
 
 @dataclass(frozen=True)
-class Survival:
-    """GMIs whose death the run survives (``expendable``), and how many of them must stay
-    alive for it to go on (``min_alive``; below it the run stops cleanly)."""
+class ModeTerms:
+    """What a mode asks of the run once its checks pass.
+
+    Attributes:
+        expendable: GMIs whose death the run survives.
+        min_alive: how many of them must stay alive for it to go on (below, it stops cleanly).
+        pinned: GMIs that keep cores of their own when GMIs outnumber cores (the ones every
+            other GMI waits on); the others then share what is left.
+    """
 
     expendable: tuple[int, ...] = ()
     min_alive: int = 0
+    pinned: tuple[int, ...] = ()
 
 
-def _nothing_to_check(facts: ModeFacts) -> Survival:
-    return Survival()
+def _nothing_to_check(facts: ModeFacts) -> ModeTerms:
+    return ModeTerms()
 
 
 def _never(plan: RunPlan) -> bool:
@@ -75,12 +82,16 @@ class Mode:
         records_video: whether ``capture_video`` works in this mode.
         in_one_process: whether a plan of several GMIs still runs in the launcher's process
             (an in-process twin, e.g. ``gmi.async.serial``).
+        independent_gmis: its GMIs never exchange gradients or weights with each other, so
+            MIG's isolated instances suit them (``gmi.backend=auto`` then picks MIG where a GPU
+            is partitioned).
     """
 
     name: str
     summary: str
     body: Body
-    check: Callable[[ModeFacts], Survival] = _nothing_to_check
+    check: Callable[[ModeFacts], ModeTerms] = _nothing_to_check
     trains: bool = True
     records_video: bool = False
     in_one_process: Callable[[RunPlan], bool] = _never
+    independent_gmis: bool = False

@@ -2,42 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mujoco
 
+from isaacgymenvs_gmi.config.task_env import SimTiming, asset_file_of
 from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, TaskConfigError, TaskLogic
 
 from .urdf import spec_from_urdf
-
-
-@dataclass(frozen=True)
-class SimTiming:
-    """IsaacGymEnvs timing: an env step is ``controlFrequencyInv`` sim steps of ``dt`` seconds,
-    each split into ``substeps``; MuJoCo integrates ``nstep`` steps of ``timestep`` each."""
-
-    dt: float
-    substeps: int
-    control_freq_inv: int
-
-    @property
-    def timestep(self) -> float:
-        return self.dt / self.substeps
-
-    @property
-    def nstep(self) -> int:
-        return self.substeps * self.control_freq_inv
-
-    @classmethod
-    def from_task_cfg(cls, task_cfg: dict[str, Any]) -> SimTiming:
-        sim, env = task_cfg.get("sim", {}), task_cfg.get("env", {})
-        return cls(
-            dt=float(sim.get("dt", 1.0 / 60.0)),
-            substeps=int(sim.get("substeps", 1)),
-            control_freq_inv=int(env.get("controlFrequencyInv", 1)),
-        )
 
 
 class AssetNotFoundError(FileNotFoundError):
@@ -54,7 +27,7 @@ def asset_path(
     """Our bundled model, or ``<assets_root>/<env.asset.assetFileName>`` when a root is given."""
     if not assets_root:
         return ASSETS_DIR / task_cls.asset_file
-    name = task_cfg.get("env", {}).get("asset", {}).get("assetFileName")
+    name = asset_file_of(task_cfg)
     if not name:
         raise AssetNotFoundError(
             f"assets_root={assets_root!r} is set but task.env.asset.assetFileName is missing"
@@ -80,12 +53,12 @@ def compile_task_model(
     except (ValueError, KeyError, AttributeError) as err:  # a task's edits miss a part it needs
         if not assets_root or isinstance(err, TaskConfigError):
             raise  # our bundled models load; a config error already names its key
-        name = task_cfg["env"]["asset"]["assetFileName"]
+        name = asset_file_of(task_cfg)
         raise AssetLoadError(
             f"assets_root={assets_root!r}: task.env.asset.assetFileName={name!r} ({path}) "
             f"could not be loaded as a {task_cls.name} model: {err}"
         ) from err
-    timing = SimTiming.from_task_cfg(task_cfg)
+    timing = SimTiming.from_task_config(task_cfg)
     model.opt.timestep = timing.timestep
     gravity = task_cfg.get("sim", {}).get("gravity")
     if gravity is not None:

@@ -20,6 +20,7 @@ import mujoco
 
 from isaacgymenvs_gmi.config.errors import ConfigError
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
+from isaacgymenvs_gmi.config.task_env import SimTiming, asset_file_of
 from isaacgymenvs_gmi.tasks.base import ModelInfo, TaskConfigError, TaskLogic
 
 from .model import AssetLoadError, AssetNotFoundError, compile_task_model
@@ -57,32 +58,6 @@ class _Reads(dict):
         return super().get(key, default)
 
 
-def _number(key: str, value: Any, *, positive: bool, integer: bool) -> None:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    ok = ok and (not integer or float(value).is_integer())
-    ok = ok and (not positive or value > 0)
-    if not ok:
-        kind = "an integer" if integer else "a number"
-        raise ConfigError(key, value, f"must be {kind}{' > 0' if positive else ''}")
-
-
-def check_timing(task_config: dict[str, Any]) -> None:
-    """``task.sim.dt`` is required (no silent default); ``substeps`` and
-    ``env.controlFrequencyInv`` are positive integers when given."""
-    sim, env = task_config.get("sim") or {}, task_config.get("env") or {}
-    if "dt" not in sim:
-        raise ConfigError("task.sim.dt", None, "missing: the physics time step in seconds")
-    _number("task.sim.dt", sim["dt"], positive=True, integer=False)
-    if "substeps" in sim:
-        _number("task.sim.substeps", sim["substeps"], positive=True, integer=True)
-    if "controlFrequencyInv" in env:
-        _number(
-            "task.env.controlFrequencyInv", env["controlFrequencyInv"], positive=True, integer=True
-        )
-    if "episodeLength" in env:
-        _number("task.env.episodeLength", env["episodeLength"], positive=True, integer=True)
-
-
 def preflight_task(
     task_cls: type[TaskLogic],
     task_config: dict[str, Any],
@@ -95,13 +70,13 @@ def preflight_task(
     ``defaults``: the bundled task file's ``env`` section; a key the task reads whose default is
     a number must be a number here too. ``randomization``: its actors must be the task's.
     """
-    check_timing(task_config)
+    SimTiming.from_task_config(task_config)  # dt required, steps positive, or refused
     try:
         model, timing = compile_task_model(task_cls, task_config, assets_root)
     except AssetNotFoundError as err:
         raise ConfigError("assets_root", assets_root, str(err).split(": ", 1)[-1]) from None
     except AssetLoadError as err:
-        name = task_config["env"]["asset"]["assetFileName"]
+        name = asset_file_of(task_config)
         raise ConfigError("task.env.asset.assetFileName", name, str(err)) from None
     except TaskConfigError as err:
         raise ConfigError(f"task.env.{err.key}", err.value, err.constraint) from None

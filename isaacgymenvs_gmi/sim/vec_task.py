@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
+from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
 from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
@@ -106,7 +107,8 @@ class VecTask:
         self.model = model  # the task's compiled model (every world's, before randomisation)
         self.video: VideoRecorder | None = None  # env 0 on video: attach_video
         self._renderer: OffscreenRenderer | None = None  # render()'s, made on its first call
-        self.num_environments = int(env_cfg["numEnvs"])
+        settings = TaskEnvSettings.from_task_config(config)  # ConfigError naming the key
+        self.num_environments = settings.num_envs
         self.num_agents = 1
         self.num_observations = self.task.num_obs
         self.num_states = self.task.num_states
@@ -117,10 +119,10 @@ class VecTask:
         self.max_episode_length = self.task.max_episode_length
         self.control_freq_inv = timing.control_freq_inv
         self.dt = timing.dt
-        self.clip_obs = float(env_cfg.get("clipObservations", np.inf))
+        self.clip_obs = settings.clip_obs
         # upstream's defaults: no clipping where a task file sets none (suite files set 1.0)
-        self.clip_actions = float(env_cfg.get("clipActions", np.inf))
-        if "clipActions" not in env_cfg:
+        self.clip_actions = settings.clip_actions
+        if not settings.clip_actions_given:
             log.info("%s: task.env.clipActions not set: actions are not clipped", config["name"])
         self.sim_device = sim_device
         self.rl_device = rl_device

@@ -8,20 +8,21 @@ import pytest
 
 from isaacgymenvs_gmi.config import ConfigError, GmiConfig
 from isaacgymenvs_gmi.gmi.binding import own_cores
-from isaacgymenvs_gmi.placement.backends import (
-    MPS_MAX_CLIENTS,
-    choose_backend,
-    node_layout,
-    sm_percent,
-)
 from isaacgymenvs_gmi.placement.cpu_sets import (
     choose_cores,
     oversubscribed,
     share_cores,
     split_cores,
 )
+from isaacgymenvs_gmi.placement.gpu_sharing import (
+    MPS_MAX_CLIENTS,
+    choose_backend,
+    node_layout,
+    sm_percent,
+)
 from isaacgymenvs_gmi.placement.inventory import GpuInfo, Inventory, MigInstance
 from isaacgymenvs_gmi.placement.layout import GmiLayout
+from isaacgymenvs_gmi.runners import MODES
 
 
 def gpu(index=0, cc=(9, 0), mig=0) -> GpuInfo:
@@ -113,8 +114,20 @@ def test_split_cores_keeps_own_cores_for_the_first_gmis(cores, devices, per_devi
     ],
 )
 def test_async_trainers_keep_their_own_cores(mode, layout, trainers, node, expected):
-    plan = SimpleNamespace(mode=mode, layout=layout, gmi=SimpleNamespace(trainers=trainers))
-    assert own_cores(plan, node) == expected
+    pinned = tuple(range(trainers)) if mode == "async" else ()
+    assert own_cores(SimpleNamespace(layout=layout, pinned=pinned), node) == expected
+
+
+def test_the_async_mode_pins_its_trainers_and_the_others_pin_nothing(compose_cfg):
+    from isaacgymenvs_gmi.launch import plan_run
+
+    no_gpu = (False, ("cpu",), False)
+    for mode, pinned in (("async", (0,)), ("sync", ()), ("serve", ())):
+        cfg = compose_cfg("task=Ant", f"gmi.mode={mode}", "gmi.per_gpu=3", "num_envs=64")
+        cfg.train.params.config.minibatch_size = 512
+        plan = plan_run(cfg, platform=no_gpu)
+        assert plan.pinned == pinned, mode
+        assert own_cores(plan, 0) == ([1] if pinned else [])
 
 
 @pytest.mark.parametrize(
@@ -132,7 +145,7 @@ def test_async_trainers_keep_their_own_cores(mode, layout, trainers, node, expec
     ],
 )
 def test_choose_backend(requested, mode, inventory, expected):
-    assert choose_backend(requested, mode, inventory) == expected
+    assert choose_backend(requested, inventory, MODES[mode].independent_gmis) == expected
 
 
 @pytest.mark.parametrize(
@@ -147,7 +160,7 @@ def test_choose_backend(requested, mode, inventory, expected):
 )
 def test_impossible_backends(requested, inventory, needle):
     with pytest.raises(ConfigError, match=needle) as err:
-        choose_backend(requested, "sync", inventory)
+        choose_backend(requested, inventory)
     assert "gmi.backend" in str(err.value)
 
 
@@ -196,18 +209,17 @@ def test_share_cores_gives_each_gmi_its_device_and_a_share_of_threads(
 
 
 @pytest.mark.parametrize(
-    "requested,mode,crowded,expected",
+    "requested,some_pinned,crowded,expected",
     [
-        ("auto", "sync", True, "shared"),
-        ("auto", "serve", True, "shared"),
-        ("auto", "async", True, "pinned"),  # the trainers keep their own cores
-        ("auto", "sync", False, "pinned"),
-        ("shared", "async", False, "shared"),
-        ("pinned", "sync", True, "pinned"),
+        ("auto", False, True, "shared"),
+        ("auto", True, True, "pinned"),  # e.g. async trainers keep their own cores
+        ("auto", False, False, "pinned"),
+        ("shared", True, False, "shared"),
+        ("pinned", False, True, "pinned"),
     ],
 )
-def test_choose_cores(requested, mode, crowded, expected):
-    assert choose_cores(requested, mode, crowded) == expected
+def test_choose_cores(requested, some_pinned, crowded, expected):
+    assert choose_cores(requested, crowded, some_pinned) == expected
 
 
 def test_gmi_cores_takes_only_its_values():

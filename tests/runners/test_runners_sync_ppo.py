@@ -11,7 +11,7 @@ import torch
 from isaacgymenvs_gmi.config import GMI_MODES, ConfigError
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.launch import plan_run, run
-from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, Survival, mode_named
+from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, ModeTerms, mode_named
 from isaacgymenvs_gmi.runners.sync_ppo import run_sync_ppo
 from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry
 from tests.gmi.probe_bodies import describe_context, exercise_lockstep
@@ -42,9 +42,9 @@ def test_a_registered_mode_is_checked_and_run_without_the_launcher_naming_it(
     """A plug-in's check decides what the run survives; its body is what the GMIs run."""
     seen: list[ModeFacts] = []
 
-    def check(facts: ModeFacts) -> Survival:
+    def check(facts: ModeFacts) -> ModeTerms:
         seen.append(facts)
-        return Survival(expendable=(1,), min_alive=1)
+        return ModeTerms(expendable=(1,), min_alive=1)
 
     probe = Mode("serve", "a probe", describe_context, check=check, trains=False)
     monkeypatch.setitem(MODES, "serve", probe)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.sim.model import (
     AssetLoadError,
     AssetNotFoundError,
@@ -179,13 +180,15 @@ def test_cartpole_urdf_with_collision_boxes_slides(task_cfg, tmp_path):
 
 
 def test_sim_timing_from_config():
-    timing = SimTiming.from_task_cfg(
+    timing = SimTiming.from_task_config(
         {"sim": {"dt": 0.0166, "substeps": 2}, "env": {"controlFrequencyInv": 3}}
     )
     assert timing.timestep == pytest.approx(0.0083)
     assert timing.nstep == 6
-    defaults = SimTiming.from_task_cfg({})
-    assert defaults.dt == pytest.approx(1 / 60) and defaults.nstep == 1
+    defaults = SimTiming.from_task_config({"sim": {"dt": 0.02}})
+    assert defaults.dt == pytest.approx(0.02) and defaults.nstep == 1
+    with pytest.raises(ConfigError, match="task.sim.dt"):  # no silent default
+        SimTiming.from_task_config({})
 
 
 def test_timing_and_gravity_reach_the_model(task_cfg):

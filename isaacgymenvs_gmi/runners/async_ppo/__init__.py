@@ -5,8 +5,10 @@ rl-games' PPO objective and publish each new policy back to the actors.
 :func:`run_async_ppo` is the body; :mod:`.checks` what it refuses before start;
 :mod:`isaacgymenvs_gmi.channels.wiring` opens the channels; the actor's loop is shared with
 serving (:mod:`isaacgymenvs_gmi.runners.shared.actor_loop`); :mod:`.trainer_loop` is the
-trainer's; :mod:`.trainer` the rl-games agent fed by the batcher; :mod:`.serial` runs every role
-in one process.
+trainer's, with rl-games' run bookkeeping in :mod:`.bookkeeping` (statistics, best and last
+checkpoints, limits), the end-of-run balance in :mod:`.accounting` and the channel telemetry in
+:mod:`.channel_report`; :mod:`.trainer` is the rl-games agent fed by the batcher; :mod:`.serial`
+runs every role in one process.
 """
 
 from isaacgymenvs_gmi.runners.mode import Mode

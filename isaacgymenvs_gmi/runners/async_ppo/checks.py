@@ -6,11 +6,11 @@ from __future__ import annotations
 from isaacgymenvs_gmi.channels.batcher import batch_geometry
 from isaacgymenvs_gmi.comm import mrr_valid
 from isaacgymenvs_gmi.config import ConfigError
-from isaacgymenvs_gmi.runners.mode import ModeFacts, Survival
+from isaacgymenvs_gmi.runners.mode import ModeFacts, ModeTerms
 from isaacgymenvs_gmi.runners.shared.actor_checks import check_actor_config
 
 
-def check_async(facts: ModeFacts) -> Survival:
+def check_async(facts: ModeFacts) -> ModeTerms:
     """Refuses (``ConfigError`` naming the key) what async PPO cannot run; the actor GMIs are
     expendable."""
     gmi, layout = facts.gmi, facts.layout
@@ -52,7 +52,8 @@ def check_async(facts: ModeFacts) -> Survival:
             batch_geometry(facts.train.horizon_length, num_envs, chunk)
         except ValueError as err:
             raise ConfigError("gmi.async.chunk_steps", chunk, str(err)) from None
-    return Survival(tuple(range(gmi.trainers, world)), settings.min_actors)
+    trainers = tuple(range(gmi.trainers))  # every actor waits on them: cores of their own
+    return ModeTerms(tuple(range(gmi.trainers, world)), settings.min_actors, pinned=trainers)
 
 
 def _check_trainer_team(facts: ModeFacts) -> None:

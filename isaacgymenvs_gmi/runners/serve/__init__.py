@@ -1,14 +1,14 @@
 """``gmi.mode=serve``: every GMI plays the policy (actors only, the paper's serving GMIs)."""
 
-from isaacgymenvs_gmi.runners.mode import Mode, ModeFacts, Survival
+from isaacgymenvs_gmi.runners.mode import Mode, ModeFacts, ModeTerms
 from isaacgymenvs_gmi.runners.shared.actor_checks import check_actor_config
 
 from .body import run_serve
 
 
-def _check_serve(facts: ModeFacts) -> Survival:
+def _check_serve(facts: ModeFacts) -> ModeTerms:
     check_actor_config("serve", facts.train_params)
-    return Survival()
+    return ModeTerms()
 
 
 MODE = Mode(
@@ -17,6 +17,7 @@ MODE = Mode(
     body=run_serve,
     check=_check_serve,
     trains=False,
+    independent_gmis=True,
 )
 
 __all__ = ["MODE", "run_serve"]

@@ -56,5 +56,4 @@ def build_actor(
     abort = lambda: links.board.stopping  # noqa: E731
     deadline = settings.deadline_ms / 1000.0 if deadline_s is None else deadline_s
     dispenser = Dispenser(gmi, links.routes, deadline, abort)
-    bootstrap = bool(plan.train_params["config"].get("value_bootstrap", False))
-    return ActorLoop(agent, modules, dispenser, links.board, bootstrap), env
+    return ActorLoop(agent, modules, dispenser, links.board, plan.train.value_bootstrap), env

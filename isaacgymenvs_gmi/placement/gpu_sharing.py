@@ -2,7 +2,8 @@
 
 ``cpu``: disjoint core sets. ``mps``: MPS clients with an SM share each. ``mig``: one MIG instance
 per GMI. ``direct``: processes sharing a GPU without isolation (the paper's Fig. 8 baseline).
-``auto``: no GPU -> cpu; serving with MIG instances present -> mig; otherwise (training, and
+``auto``: no GPU -> cpu; GMIs that never talk to each other (serving) with MIG instances present
+-> mig; otherwise (training, and
 always on compute capability 7.x, which has no MIG) -> mps.
 """
 
@@ -18,12 +19,13 @@ from .layout import GmiLayout
 MPS_MAX_CLIENTS = 48  # per GPU, CUDA < 13.1 (paper Sec. 3; NVIDIA MPS documentation)
 
 
-def choose_backend(requested: str, mode: str, inventory: Inventory) -> str:
-    """The GMI backend for ``gmi.backend=requested`` (raises ConfigError when impossible)."""
+def choose_backend(requested: str, inventory: Inventory, independent_gmis: bool = False) -> str:
+    """The GMI backend for ``gmi.backend=requested`` (raises ConfigError when impossible);
+    ``auto`` picks MIG only for GMIs that never talk to each other (``independent_gmis``)."""
     if requested == "auto":
         if not inventory.has_gpu:
             return "cpu"
-        if mode == "serve" and all(g.mig_instances for g in inventory.gpus):
+        if independent_gmis and all(g.mig_instances for g in inventory.gpus):
             return "mig"
         return "mps"
     if requested in ("mps", "mig", "direct") and not inventory.has_gpu:
@@ -57,9 +59,10 @@ class NodeLayout:
     per_device: int
 
 
-def node_layout(gmi: GmiConfig, inventory: Inventory) -> NodeLayout:
-    """Validate ``gmi.*`` against the node and return its layout (raises ConfigError)."""
-    backend = choose_backend(gmi.backend, gmi.mode, inventory)
+def node_layout(gmi: GmiConfig, inventory: Inventory, independent_gmis: bool = False) -> NodeLayout:
+    """Validate ``gmi.*`` against the node and return its layout (raises ConfigError);
+    ``independent_gmis``: the mode's GMIs never talk to each other (MIG suits them)."""
+    backend = choose_backend(gmi.backend, inventory, independent_gmis)
     t = gmi.per_gpu
     if gmi.sm_percent is not None and backend != "mps":
         raise ConfigError(

@@ -1,0 +1,106 @@
+"""Typed form of what the runtime reads of a task's resolved config (``task.env.*`` and
+``task.sim.*``): its envs, its timing, its clip values and its asset, read once and checked
+(``ConfigError`` naming the key). The task itself still receives its ``env`` section as is, as
+IsaacGymEnvs hands it over; nothing here has a silent default where upstream's files always
+give a value (``task.sim.dt``)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._values import check_int
+from .errors import ConfigError
+
+
+def _positive(key: str, value: Any, *, integer: bool) -> float:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and (not integer or float(value).is_integer()) and value > 0
+    if not ok:
+        raise ConfigError(key, value, f"must be {'an integer' if integer else 'a number'} > 0")
+    return float(value)
+
+
+def _sections(task_config: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    return task_config.get("sim") or {}, task_config.get("env") or {}
+
+
+@dataclass(frozen=True)
+class SimTiming:
+    """IsaacGymEnvs timing: an env step is ``controlFrequencyInv`` sim steps of ``dt`` seconds,
+    each split into ``substeps``; MuJoCo integrates ``nstep`` steps of ``timestep`` each."""
+
+    dt: float
+    substeps: int = 1
+    control_freq_inv: int = 1
+
+    @property
+    def timestep(self) -> float:
+        return self.dt / self.substeps
+
+    @property
+    def nstep(self) -> int:
+        return self.substeps * self.control_freq_inv
+
+    @classmethod
+    def from_task_config(cls, task_config: Mapping[str, Any]) -> SimTiming:
+        """``task.sim.dt`` (required), ``task.sim.substeps`` and ``task.env.controlFrequencyInv``
+        (positive integers, 1 when not given)."""
+        sim, env = _sections(task_config)
+        if "dt" not in sim:
+            raise ConfigError("task.sim.dt", None, "missing: the physics time step in seconds")
+        dt = _positive("task.sim.dt", sim["dt"], integer=False)
+        substeps = _positive("task.sim.substeps", sim.get("substeps", 1), integer=True)
+        every = env.get("controlFrequencyInv", 1)
+        control = _positive("task.env.controlFrequencyInv", every, integer=True)
+        if "episodeLength" in env:
+            _positive("task.env.episodeLength", env["episodeLength"], integer=True)
+        return cls(dt, int(substeps), int(control))
+
+
+@dataclass(frozen=True)
+class TaskEnvSettings:
+    """Attributes:
+    num_envs: envs per GMI (``task.env.numEnvs``).
+    timing: the physics and control steps.
+    clip_obs: observations are clipped to ``[-clip_obs, clip_obs]`` (``clipObservations``;
+        inf: not clipped).
+    clip_actions: actions likewise (``clipActions``; inf, as upstream, when a file sets none).
+    clip_actions_given: whether the file sets ``clipActions``.
+    asset_file: ``task.env.asset.assetFileName`` (read under ``assets_root``), if given.
+    """
+
+    num_envs: int
+    timing: SimTiming
+    clip_obs: float = math.inf
+    clip_actions: float = math.inf
+    clip_actions_given: bool = False
+    asset_file: str | None = None
+
+    @classmethod
+    def from_task_config(cls, task_config: Mapping[str, Any]) -> TaskEnvSettings:
+        """From the resolved ``task`` node (raises :class:`ConfigError` naming the key)."""
+        _, env = _sections(task_config)
+        return cls(
+            num_envs=check_int("task.env.numEnvs", env.get("numEnvs"), minimum=1),
+            timing=SimTiming.from_task_config(task_config),
+            clip_obs=_clip("task.env.clipObservations", env.get("clipObservations")),
+            clip_actions=_clip("task.env.clipActions", env.get("clipActions")),
+            clip_actions_given="clipActions" in env,
+            asset_file=asset_file_of(task_config),
+        )
+
+
+def asset_file_of(task_config: Mapping[str, Any]) -> str | None:
+    """``task.env.asset.assetFileName``, or None where the file names no asset."""
+    _, env = _sections(task_config)
+    asset = env.get("asset") or {}
+    name = asset.get("assetFileName") if isinstance(asset, Mapping) else None
+    return None if name in (None, "") else str(name)
+
+
+def _clip(key: str, value: Any) -> float:
+    return math.inf if value is None else _positive(key, value, integer=False)
