@@ -31,7 +31,8 @@ from common import ROOT, read_scalars, write_result
 
 TOTAL_ENVS = 768
 PLAY_ENVS = 256
-PLAYED = re.compile(r"av reward:\s*([-\d.e+]+)\s*av steps:\s*([-\d.e+]+)")
+# the play run's closing line (ours; rl-games' own wording changed between its versions)
+PLAYED = re.compile(r"mean episode reward: ([-\d.e+]+), mean episode length: ([-\d.e+]+)")
 
 
 def _train_py(*args: str) -> str:
