@@ -31,9 +31,9 @@ def mode_named(name: str) -> Mode:
     try:
         return MODES[name]
     except KeyError:
-        raise ConfigError(
-            "gmi.mode", name, f"available in this version: {', '.join(MODES)}"
-        ) from None
+        what = "; ".join(f"{m.name}: {m.summary}" for m in MODES.values())
+        available = f"available in this version: {', '.join(MODES)} ({what})"
+        raise ConfigError("gmi.mode", name, available) from None
 
 
 def mode_of(plan: RunPlan) -> Mode:

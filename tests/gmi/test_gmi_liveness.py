@@ -18,7 +18,7 @@ from isaacgymenvs_gmi.gmi import liveness
 from isaacgymenvs_gmi.gmi.liveness import is_alive, process_state
 from isaacgymenvs_gmi.gmi.scratch import PREFIX, remove_abandoned
 from isaacgymenvs_gmi.gmi.supervise import GmiProcess
-from isaacgymenvs_gmi.runners.async_ppo.trainer_loop import _gone
+from isaacgymenvs_gmi.runners.async_ppo.accounting import actor_gone
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 # names itself (PR_SET_NAME = 15) and says so, then sleeps
@@ -179,7 +179,7 @@ def test_each_user_treats_stopped_and_zombie_as_before(tmp_path):
 
     def seen() -> tuple[bool, bool, bool]:  # (stopped to the launcher, gone to the trainer, kept)
         kept = not remove_abandoned(str(tmp_path))
-        return gmi.stopped, _gone(route), kept
+        return gmi.stopped, actor_gone(route), kept
 
     try:
         assert seen() == (False, False, True)
@@ -193,6 +193,6 @@ def test_each_user_treats_stopped_and_zombie_as_before(tmp_path):
         assert seen() == (False, True, False) and not folder.exists()
     finally:
         _end(child)
-    assert _gone(_Route(0)) is False  # no pid published yet: still starting
-    assert _gone(_Route(os.getpid(), STOPPED)) is True  # said it stopped: not looked up
+    assert actor_gone(_Route(0)) is False  # no pid published yet: still starting
+    assert actor_gone(_Route(os.getpid(), STOPPED)) is True  # said it stopped: not looked up
     assert GmiProcess(rank=1, process=SimpleNamespace(pid=None), results=None).stopped is False

@@ -16,7 +16,7 @@ from isaacgymenvs_gmi.channels.wiring import TrainerLinks
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
 
-from .accounting import Accounting, ChannelCounters, actor_gone, run_result
+from .accounting import Accounting, ChannelCounters, run_result
 from .bookkeeping import Bookkeeping, TrainedEpoch
 from .channel_report import report_channels
 from .team import SoloTrainer, TrainerTeam
@@ -24,7 +24,6 @@ from .telemetry import AsyncTelemetry, Rates
 
 IDLE_SLEEP_S = 0.0005
 CHECK_EVERY = 10  # epochs between replica fingerprint checks (several trainers)
-_gone = actor_gone  # the name the liveness tests import
 
 
 class TrainerLoop:
