@@ -1,6 +1,6 @@
 """isaacgymenvs_gmi: run IsaacGymEnvs-style RL training split across GPU multiplexing instances."""
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 INSTALL_REQUIRES = [
     "torch==2.13.0",
@@ -45,19 +45,8 @@ setup(
     description="GPU multiplexing instances (GMIs) for IsaacGymEnvs-style RL training",
     python_requires=">=3.10",
     packages=[
-        "isaacgymenvs_gmi",
-        "isaacgymenvs_gmi.sim",
-        "isaacgymenvs_gmi.rl",
-        "isaacgymenvs_gmi.config",
-        "isaacgymenvs_gmi.placement",
-        "isaacgymenvs_gmi.gmi",
-        "isaacgymenvs_gmi.comm",
-        "isaacgymenvs_gmi.channels",
-        "isaacgymenvs_gmi.runners",
-        "isaacgymenvs_gmi.runners.sync_ppo",
-        "isaacgymenvs_gmi.runners.async_ppo",
-        "isaacgymenvs_gmi.runners.serve",
-        "isaacgymenvs_gmi.planner",
+        # every package under isaacgymenvs_gmi/ (a new subpackage can never be left out)
+        *find_packages(include=["isaacgymenvs_gmi", "isaacgymenvs_gmi.*"]),
         "isaacgymenvs_gmi.tasks",
         "isaacgymenvs_gmi.tasks.assets",
         "isaacgymenvs_gmi.patches",

@@ -91,7 +91,7 @@ def plan_run(
     layout, backend = place.layout, place.node.backend
     _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
     _check_training(cfg, mode, num_envs, train_params)
-    survival = mode.check(
+    terms = mode.check(
         ModeFacts(gmi, layout, train_params, num_envs, train, place.ipc, backend, cuda)
     )
     video = _video_settings(cfg, mode, task.foreign)
@@ -120,9 +120,9 @@ def plan_run(
         under_torchrun=place.under_torchrun,
         dims=(footprint.num_obs, footprint.num_states, footprint.num_actions),
         serve=ServeSettings.from_cfg(cfg),
-        expendable=survival.expendable,
-        min_expendable=survival.min_alive,
-        pinned=survival.pinned,
+        expendable=terms.expendable,
+        min_expendable=terms.min_alive,
+        pinned=terms.pinned,
         task_modules=task_modules,
         wandb=wandb,
         run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,
