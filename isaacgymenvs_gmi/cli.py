@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import hydra
 
     from isaacgymenvs_gmi import startup_clock
-    from isaacgymenvs_gmi.config import register_resolvers
+    from isaacgymenvs_gmi.config import ConfigError, register_resolvers
     from isaacgymenvs_gmi.config.sources import (
         resolve_sources,
         split_config_flags,
@@ -36,7 +36,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     startup_clock.mark("process", startup_clock.process_start())
     args = list(sys.argv[1:] if argv is None else argv)
     flags, rest = split_config_flags(args)
-    sources = resolve_sources(flags, rest)
+    try:
+        sources = resolve_sources(flags, rest)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     register_resolvers()
     # IsaacGymEnvs' version_base="1.1" is kept on purpose (same config semantics); spawned GMIs
     # re-import the main module, so say it once, not once per GMI.

@@ -29,7 +29,7 @@ from isaacgymenvs_gmi.config import (
 )
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
-from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
+from isaacgymenvs_gmi.config.run_inputs import check_gmi_seeds, check_run_inputs
 from isaacgymenvs_gmi.config.serve import ServeSettings
 from isaacgymenvs_gmi.config.sources import bundled_config_dir
 from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
@@ -102,12 +102,14 @@ def plan_run(
     if cfg.test and layout.world_size > 1 and not place.under_torchrun:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)
+    seed = _seed(cfg.seed)
+    check_gmi_seeds(seed, layout.world_size)
     task_env = TaskEnvSettings.from_task_config(task.config)
     task.config["env"]["numEnvs"] = task_env.num_envs  # a count, for the user's own VecTask too
     return RunPlan(
         task_name=cfg.task_name,
         task_env=task_env,
-        seed=_seed(cfg.seed),
+        seed=seed,
         sim=sim,
         gmi=gmi,
         gmi_backend=backend,

@@ -70,6 +70,16 @@ BAD_INPUTS = [
     (["task=Ant", "seed=abc"], "seed"),
     (["task=Ant", "seed=1.5"], "seed"),
     (["task=Ant", "seed=-7"], "seed"),
+    (["task=Ant", f"seed={2**32}"], "seed"),  # beyond numpy's seeds
+    (["task=Ant", f"seed={2**70}"], "seed"),
+    (["task=Ant", f"seed={2**32 - 1}", "gmi.per_gpu=2"], "seed"),  # GMI 1 would seed 2**32
+    (["task=Ant", "experiment=" + "a" * 300], "experiment"),  # no such folder name
+    (["task=Ant", "train_dir=/proc/no-runs-here"], "train_dir"),  # nothing can be made there
+    (["task=Ant", f"train_dir={ROOT / 'README.md'}"], "train_dir"),  # a file
+    (["task=Ant", f"train_dir={ROOT / 'README.md' / 'runs'}"], "train_dir"),  # under a file
+    (["task=Ant", "train_dir=/" + "d" * 300], "train_dir"),  # a name too long
+    (["task=Ant", "gmi.mode=serve", "serve.record=/proc/no-recording"], "serve.record"),
+    (["task=Ant", "gmi.mode=serve", f"serve.record={ROOT / 'README.md'}"], "serve.record"),
     (["task=Ant", "experiment=../../x"], "experiment"),
     (["task=Ant", "experiment=a/b"], "experiment"),
     (["task=Ant", "experiment=/abs"], "experiment"),
@@ -86,6 +96,7 @@ BAD_INPUTS = [
     # GMI settings
     (["task=Ant", "gmi.sm_percent=[50]"], "gmi.sm_percent"),
     (["task=Ant", "gmi.timeout_s=0"], "gmi.timeout_s"),
+    (["task=Ant", f"gmi.timeout_s={10**15}"], "gmi.timeout_s"),
     (["task=Ant", "gmi.mode=async"], "gmi.mode"),
     (["task=Ant", "gmi.comm=fast"], "gmi.comm"),
     (["task=Ant", "gmi.backend=tpu"], "gmi.backend"),
@@ -324,3 +335,33 @@ def test_train_py_exits_2_with_one_line(overrides, key):
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {key}="), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+def test_a_missing_searchpath_entry_is_refused_naming_the_key(tmp_path, capsys):
+    """Hydra would skip it silently, and the user's configs there would never be read."""
+    from isaacgymenvs_gmi import cli
+    from isaacgymenvs_gmi.config.sources import ConfigFlags, resolve_sources
+
+    missing = f"file://{tmp_path / 'no-such-configs'}"
+    with pytest.raises(ConfigError) as refused:
+        resolve_sources(ConfigFlags(), ["task=Cartpole", f"hydra.searchpath=[{missing}]"])
+    assert refused.value.key == "hydra.searchpath" and refused.value.value == missing
+    with pytest.raises(ConfigError, match="hydra.searchpath='pkg://no_such_package_here'"):
+        resolve_sources(ConfigFlags(), ["hydra.searchpath=[pkg://no_such_package_here]"])
+    (tmp_path / "configs").mkdir()
+    found = resolve_sources(ConfigFlags(), [f"hydra.searchpath=[file://{tmp_path / 'configs'}]"])
+    assert f"file://{tmp_path / 'configs'}" in found.entries
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["task=Cartpole", f"hydra.searchpath=[{missing}]"])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.startswith(f"error: hydra.searchpath='{missing}'")
+
+
+def test_the_write_probe_leaves_nothing_behind(tmp_path):
+    from isaacgymenvs_gmi.config.paths import check_writable_folder
+
+    assert check_writable_folder("train_dir", str(tmp_path / "a" / "b")) == str(
+        tmp_path / "a" / "b"
+    )
+    assert check_writable_folder("train_dir", str(tmp_path)) == str(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # neither the folders nor a probe were left

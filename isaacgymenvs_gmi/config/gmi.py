@@ -28,6 +28,7 @@ GmiStart = Literal["auto", "spawn"]
 #: Allowed values, in the order used in error messages.
 GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
 GMI_MODES: tuple[GmiMode, ...] = get_args(GmiMode)
+MAX_TIMEOUT_S = 2**31 // 1000  # 2,147,483 s: milliseconds must fit a 32-bit integer
 GMI_COMMS: tuple[GmiComm, ...] = get_args(GmiComm)
 GMI_INTRA_DEVICE: tuple[GmiIntraDevice, ...] = get_args(GmiIntraDevice)
 GMI_CHANNELS: tuple[GmiChannels, ...] = get_args(GmiChannels)
@@ -132,6 +133,13 @@ class GmiConfig:
         timeout_s = check_int(
             f"{prefix}.timeout_s", given.get("timeout_s", defaults.timeout_s), minimum=1
         )
+        if timeout_s > MAX_TIMEOUT_S:
+            raise ConfigError(
+                f"{prefix}.timeout_s",
+                timeout_s,
+                f"must be an integer in [1, {MAX_TIMEOUT_S}] (seconds; collectives take their "
+                "timeout in milliseconds as a 32-bit integer)",
+            )
         compile_cache = to_plain(given.get("compile_cache", defaults.compile_cache))
         if not isinstance(compile_cache, str) or not compile_cache.strip():
             raise ConfigError(

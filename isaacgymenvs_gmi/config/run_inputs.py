@@ -12,15 +12,21 @@ from typing import Any
 
 from ._values import select
 from .errors import ConfigError
+from .paths import check_writable_folder
 from .ppo_values import check_epoch_limit
 from .upstream_switches import refuse_unsupported
 
 _NAME = re.compile(r"^[A-Za-z0-9_.+=@,-]+$")  # letters, digits and a few safe punctuation marks
+# a run folder is the name plus rl-games' date suffix (``_26-11-14-05``): under 255 bytes
+MAX_NAME = 200
+SEED_MAX = 2**32 - 1  # numpy's seeds: every GMI's (seed + its id) must stay within
 
 
 def check_name(key: str, value: Any) -> None:
     """``value`` can be a single folder name."""
     text = str(value)
+    if len(text) > MAX_NAME:
+        raise ConfigError(key, value, f"must be at most {MAX_NAME} characters (a folder name)")
     if not text.strip() or text in (".", "..") or not _NAME.match(text) or ".." in text:
         raise ConfigError(
             key,
@@ -40,8 +46,10 @@ def check_run_inputs(cfg: Any) -> None:
     """Check the top-level keys of the composed config (raises :class:`ConfigError`)."""
     refuse_unsupported(cfg)
     seed = select(cfg, "seed")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < -1:
-        raise ConfigError("seed", seed, "must be an integer >= 0, or -1 for a random seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -1 <= seed <= SEED_MAX:
+        raise ConfigError(
+            "seed", seed, f"must be an integer in [0, {SEED_MAX}], or -1 for a random seed"
+        )
     iterations = select(cfg, "max_iterations")
     if iterations not in (None, ""):
         check_epoch_limit("max_iterations", iterations)
@@ -60,3 +68,16 @@ def check_run_inputs(cfg: Any) -> None:
     train_dir = select(cfg, "train_dir")
     if train_dir is not None and not str(train_dir).strip():
         raise ConfigError("train_dir", train_dir, "must name a folder (default: runs)")
+    if train_dir is not None and not select(cfg, "test"):  # playing writes no run folder
+        check_writable_folder("train_dir", str(train_dir))
+
+
+def check_gmi_seeds(seed: int, gmis: int) -> None:
+    """GMI ``i`` seeds numpy with ``seed + i``: the last one must stay in numpy's range."""
+    if seed + gmis - 1 > SEED_MAX:
+        raise ConfigError(
+            "seed",
+            seed,
+            f"must be <= {SEED_MAX - gmis + 1} with {gmis} GMIs (GMI {gmis - 1} seeds with "
+            f"seed + {gmis - 1}, numpy's seeds end at {SEED_MAX})",
+        )

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._values import as_mapping, check_int, check_known_keys, to_plain
 from .errors import ConfigError
+from .paths import check_writable_folder
 
 
 @dataclass(frozen=True)
@@ -43,22 +44,9 @@ class ServeSettings:
 def check_record_folder(key: str, value: Any) -> str:
     """A folder we can write a recording into: it exists and is empty of recordings, or can be
     created; returns its absolute path."""
-    if not isinstance(value, str):
-        raise ConfigError(key, value, "must be a folder path")
-    path = os.path.abspath(os.path.expanduser(value))
-    if os.path.exists(path):
-        if not os.path.isdir(path):
-            raise ConfigError(key, value, "exists and is not a folder")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise ConfigError(key, value, "is not writable")
-        if os.path.exists(os.path.join(path, "manifest.json")):
-            raise ConfigError(
-                key, value, "already holds a recording (manifest.json); choose a new folder"
-            )
-        return path
-    parent = path
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(key, value, f"cannot be created: {parent} is not a writable folder")
+    path = check_writable_folder(key, value)
+    if os.path.exists(os.path.join(path, "manifest.json")):
+        raise ConfigError(
+            key, value, "already holds a recording (manifest.json); choose a new folder"
+        )
     return path

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import yaml
 
+from .errors import ConfigError
+
 BUNDLED_NAME = "bundled"  # how the bundled folder is named in messages
 _FLAGS = {  # Hydra's flags that name config sources, long and short
     "--config-path": "config_path",
@@ -190,6 +192,12 @@ def resolve_sources(flags: ConfigFlags, args: Sequence[str]) -> ConfigSources:
     if searchpath is None:  # the primary config.yaml's own hydra.searchpath, if it has one
         listed = (primary_cfg.get("hydra") or {}).get("searchpath")
         searchpath = [str(v) for v in listed] if isinstance(listed, list) else []
+    for entry in searchpath:  # Hydra would skip a missing one silently
+        folder = _entry_dir(entry)
+        if folder is None or not folder.is_dir():
+            raise ConfigError(
+                "hydra.searchpath", entry, "names no folder (file://...) or package (pkg://...)"
+            )
     user += [e for e in searchpath if e not in user]
     entries = [*user, bundled] if bundled not in user else user  # bundled last, or where named
     # the primary may be found in a searchpath entry too (Hydra looks it up in the full path)
