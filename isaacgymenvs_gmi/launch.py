@@ -51,6 +51,7 @@ from isaacgymenvs_gmi.placement.machine_limits import (
 )
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
+from isaacgymenvs_gmi.rl.train_names import check_rlgames_names
 from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, RunResult, mode_named, mode_of
 from isaacgymenvs_gmi.sim.compile_cache import cache_folder, use_compile_cache
 from isaacgymenvs_gmi.sim.envs import is_task_logic
@@ -204,7 +205,9 @@ def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None, mode: Mode) 
 
 
 def _check_training(cfg: DictConfig, mode: Mode, num_envs: object, train_params: dict) -> None:
-    """The PPO batch fits (modes that train, when not playing) and the PPO values are sane."""
+    """The PPO batch fits (modes that train, when not playing), the PPO values are sane and
+    every name rl-games looks up (algorithm, model, network, activations, ...) is one it has."""
+    check_rlgames_names(train_params)
     if mode.trains and not cfg.test:  # playing: the PPO batch geometry is not used
         validate_train_config(cfg.task_name, num_envs, train_params)
     iterations_given = str(cfg.get("max_iterations", "")) != ""

@@ -66,6 +66,22 @@ BAD_INPUTS = [
         ["task=Ant", "train.params.config.bounds_loss_coef=abc"],
         "train.params.config.bounds_loss_coef",
     ),
+    # names rl-games looks up, and the values it reads as numbers or switches
+    (["task=Ant", "train.params.algo.name=bogus"], "train.params.algo.name"),
+    (["task=Ant", "train.params.model.name=bogus"], "train.params.model.name"),
+    (["task=Ant", "train.params.network.name=bogus"], "train.params.network.name"),
+    (
+        ["task=Ant", "train.params.network.mlp.activation=bogus"],
+        "train.params.network.mlp.activation",
+    ),
+    (
+        ["task=Ant", "train.params.config.reward_shaper.scale_value=abc"],
+        "train.params.config.reward_shaper.scale_value",
+    ),
+    (
+        ["task=Ant", "train.params.config.normalize_input=abc"],
+        "train.params.config.normalize_input",
+    ),
     # top-level keys
     (["task=Ant", "seed=abc"], "seed"),
     (["task=Ant", "seed=1.5"], "seed"),
