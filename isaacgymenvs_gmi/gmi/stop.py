@@ -1,9 +1,10 @@
-"""Graceful stop: Ctrl-C or SIGTERM ends a run at the next epoch boundary with a checkpoint.
+"""Graceful stop: Ctrl-C, SIGTERM or SIGHUP (the terminal closed) ends a run at the next epoch
+boundary with a checkpoint. A run started under ``nohup`` (SIGHUP ignored) keeps ignoring it.
 
-A GMI never stops on its own when asked: it records the first SIGINT/SIGTERM (:class:`StopRequest`)
+A GMI never stops on its own when asked: it records the first stop signal (:class:`StopRequest`)
 and the body asks, at each epoch boundary, whether any GMI was asked (one tiny collective, so
 every GMI stops after the same epoch). GMI 0 then writes the final checkpoint and the run exits
-with ``128 + signal`` (130 for SIGINT, 143 for SIGTERM).
+with ``128 + signal`` (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
 
 A second signal stops at once: the launcher of spawned GMIs kills them (their own handlers never
 exit, because a Ctrl-C in a terminal reaches every process of the group); a run in one process
@@ -18,7 +19,18 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def signals_to_catch() -> list[signal.Signals]:
+    """The stop signals this process takes over: all, but SIGHUP only where it is not ignored
+    (``nohup`` asks a run to outlive its terminal)."""
+    return [
+        sig
+        for sig in STOP_SIGNALS
+        if sig != signal.SIGHUP or signal.getsignal(sig) is not signal.SIG_IGN
+    ]
+
 
 StopCheck = Callable[[], "int | None"]  # at an epoch boundary: the agreed stop signal, or None
 
@@ -32,7 +44,8 @@ class StopNow(BaseException):
 
 
 def exit_code(signum: int) -> int:
-    """The shell's code for a process ended by ``signum``: 130 for SIGINT, 143 for SIGTERM."""
+    """The shell's code for a process ended by ``signum``: 130 for SIGINT, 143 for SIGTERM, 129
+    for SIGHUP."""
     return 128 + int(signum)
 
 
@@ -54,7 +67,7 @@ class StopRequest:
         self._previous: dict[int, object] = {}
 
     def install(self) -> StopRequest:
-        for sig in STOP_SIGNALS:
+        for sig in signals_to_catch():
             self._previous[sig] = signal.signal(sig, self._handle)
         return self
 

@@ -3,8 +3,8 @@
 The first GMI to fail is reported when it is detected (one line, then its traceback), the
 others get :data:`grace <supervise>` seconds to exit on their own (they notice a dead peer
 in their next collective) and are then killed; a stopped (``SIGSTOP``) or hung GMI is killed at
-once. A first SIGINT/SIGTERM to the launcher is forwarded to every GMI (they agree to stop at
-the next epoch boundary, see :mod:`.stop`); a second kills them all.
+once. A first stop signal (SIGINT, SIGTERM, SIGHUP) to the launcher is forwarded to every GMI
+(they agree to stop at the next epoch boundary, see :mod:`.stop`); a second kills them all.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from .liveness import process_state
-from .stop import STOP_SIGNALS, announce_stop, signal_name
+from .stop import announce_stop, signal_name, signals_to_catch
 
 log = logging.getLogger(__name__)
 POLL_S = 0.2
@@ -93,7 +93,7 @@ class GmiProcess:
 
 
 class LauncherSignals:
-    """The launcher's SIGINT/SIGTERM handlers: the first asks for a graceful stop, a second for
+    """The launcher's stop-signal handlers: the first asks for a graceful stop, a second for
     an immediate one. Handlers only record; :func:`supervise` acts."""
 
     def __init__(self, gmis: list[GmiProcess]):
@@ -110,7 +110,7 @@ class LauncherSignals:
             self.forced = True
 
     def __enter__(self) -> LauncherSignals:
-        for sig in STOP_SIGNALS:
+        for sig in signals_to_catch():
             self._previous[sig] = signal.signal(sig, self._handle)
         return self
 

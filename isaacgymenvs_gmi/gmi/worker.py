@@ -91,7 +91,7 @@ def _prctl(option: int, value: int | bytes) -> None:
 def run_in_process(plan: RunPlan, body: Body) -> Any:
     """``body`` for a run of one GMI, in this process, unbound and without a group, with its
     temp files in a folder removed at the end. Training stops gracefully at the first
-    SIGINT/SIGTERM (a second one raises ``StopNow``); playing stops at once."""
+    SIGINT, SIGTERM or SIGHUP (a second one raises ``StopNow``); playing stops at once."""
     resources, hook = unbound(plan), epoch_hook(0)
     with private_temp_dir():
         if plan.test:

@@ -82,7 +82,8 @@ def test_signed_store_rejects_values_it_did_not_sign():
 
 
 @pytest.mark.parametrize(
-    ("gmis", "sig", "code"), [(2, signal.SIGINT, 130), (1, signal.SIGTERM, 143)]
+    ("gmis", "sig", "code"),
+    [(2, signal.SIGINT, 130), (1, signal.SIGTERM, 143), (2, signal.SIGHUP, 129)],
 )
 def test_a_stop_signal_ends_the_run_at_an_epoch_with_a_checkpoint_that_plays(
     tmp_path, gmis, sig, code
