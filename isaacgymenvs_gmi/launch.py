@@ -92,9 +92,7 @@ def plan_run(
     layout, backend = place.layout, place.node.backend
     _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
     _check_training(cfg, mode, num_envs, train_params)
-    terms = mode.check(
-        ModeFacts(gmi, layout, train_params, num_envs, train, place.ipc, backend, cuda)
-    )
+    terms = mode.check(ModeFacts(gmi, layout, train_params, num_envs, train, backend, cuda))
     video = _video_settings(cfg, mode, task.foreign)
     wandb = WandbSettings.from_cfg(cfg)
     _check_checkpoint(cfg, task.config, train_params, footprint)
@@ -177,7 +175,6 @@ class _Placement:
     node: NodeLayout
     layout: GmiLayout
     under_torchrun: bool
-    ipc: bool  # GMIs of a device can open each other's memory
 
 
 def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None, mode: Mode) -> _Placement:
@@ -201,7 +198,7 @@ def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None, mode: Mode) 
             f"needs GMIs sharing a GPU under MPS or direct sharing (here: {node.backend}"
             f"{'' if cuda else ', no GPU'}); use auto, shm or gloo",
         )
-    return _Placement(node, layout, world is not None, ipc)
+    return _Placement(node, layout, world is not None)
 
 
 def _check_training(cfg: DictConfig, mode: Mode, num_envs: object, train_params: dict) -> None:

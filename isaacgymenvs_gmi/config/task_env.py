@@ -7,21 +7,15 @@ give a value (``task.sim.dt``)."""
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ._values import check_int
 from .errors import ConfigError
+from .ppo_values import check_number
 
-
-def _positive(key: str, value: Any, *, integer: bool) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    ok = ok and (not integer or float(value).is_integer()) and value > 0
-    if not ok:
-        raise ConfigError(key, value, f"must be {'an integer' if integer else 'a number'} > 0")
-    return float(value)
+POSITIVE = (0.0, None, False, True)  # check_number's bounds: a finite number > 0
 
 
 def _sections(task_config: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -52,13 +46,13 @@ class SimTiming:
         sim, env = _sections(task_config)
         if "dt" not in sim:
             raise ConfigError("task.sim.dt", None, "missing: the physics time step in seconds")
-        dt = _positive("task.sim.dt", sim["dt"], integer=False)
-        substeps = _positive("task.sim.substeps", sim.get("substeps", 1), integer=True)
+        dt = check_number("task.sim.dt", sim["dt"], POSITIVE)
+        substeps = check_int("task.sim.substeps", sim.get("substeps", 1), minimum=1)
         every = env.get("controlFrequencyInv", 1)
-        control = _positive("task.env.controlFrequencyInv", every, integer=True)
+        control = check_int("task.env.controlFrequencyInv", every, minimum=1)
         if "episodeLength" in env:
-            _positive("task.env.episodeLength", env["episodeLength"], integer=True)
-        return cls(dt, int(substeps), int(control))
+            check_int("task.env.episodeLength", env["episodeLength"], minimum=1)
+        return cls(dt, substeps, control)
 
 
 @dataclass(frozen=True)
@@ -103,4 +97,7 @@ def asset_file_of(task_config: Mapping[str, Any]) -> str | None:
 
 
 def _clip(key: str, value: Any) -> float:
-    return math.inf if value is None else _positive(key, value, integer=False)
+    """A clip bound: a number > 0 (inf, or none given: not clipped)."""
+    if value is None or value == math.inf:
+        return math.inf
+    return check_number(key, value, POSITIVE)

@@ -19,9 +19,11 @@ def rlgames_params(
     seed: int,
     num_envs: int,
     threads: int,
+    train_dir: str | None = None,
 ) -> dict[str, Any]:
     """A copy of ``train_params`` (the resolved ``train.params``) with the run-time settings
-    IsaacGymEnvs adds for one process.
+    IsaacGymEnvs adds for one process; ``train_dir`` (when given) replaces the run folder, for
+    a GMI that must leave nothing in the user's.
 
     Never passes ``multi_gpu`` through: rl-games would call ``init_process_group("nccl")`` itself.
     """
@@ -38,7 +40,8 @@ def rlgames_params(
     config["population_based_training"] = False
     config["pbt_idx"] = None
     config["full_experiment_name"] = train.experiment_name
-    config["train_dir"] = train.train_dir
+    config["train_dir"] = train_dir or train.train_dir
+    config["print_stats"] = False  # our progress line replaces rl-games' fps line
     if not rl_device.startswith("cuda"):
         config["torch_compile"] = False  # compilation costs more than it gains on the CPU
         config["mixed_precision"] = False  # fp16 autocast is a CUDA feature

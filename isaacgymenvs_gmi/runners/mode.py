@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from isaacgymenvs_gmi.comm import ipc_possible
 from isaacgymenvs_gmi.config import GmiConfig, TrainSettings
 from isaacgymenvs_gmi.gmi.context import Body
 from isaacgymenvs_gmi.placement.layout import GmiLayout
@@ -28,7 +29,6 @@ class ModeFacts:
         train_params: the resolved ``train.params`` node, as rl-games will read it.
         num_envs: envs per GMI as given (not yet known to be a count: the train checks name it).
         train: the typed train settings.
-        ipc_possible: whether GMIs of one device can open each other's device memory.
         backend: the GMI backend after ``auto`` (cpu, mps, mig, direct).
         cuda: whether a CUDA device is visible.
     """
@@ -38,9 +38,13 @@ class ModeFacts:
     train_params: dict
     num_envs: object
     train: TrainSettings
-    ipc_possible: bool
     backend: str
     cuda: bool
+
+    @property
+    def ipc_possible(self) -> bool:
+        """Whether GMIs of one device can open each other's device memory."""
+        return ipc_possible(self.cuda, self.backend)
 
 
 @dataclass(frozen=True)

@@ -50,11 +50,16 @@ def build_agent(
     from rl_games.torch_runner import Runner
 
     from isaacgymenvs_gmi.rl.observer import ObserverChain
+    from isaacgymenvs_gmi.rl.train_config import rlgames_params
 
-    from .rlgames_settings import gmi_rlgames_params
-
-    params = gmi_rlgames_params(
-        plan, rl_device=rl_device, seed=seed, threads=threads, train_dir=train_dir
+    params = rlgames_params(
+        plan.train_params,
+        plan.train,
+        rl_device=rl_device,
+        seed=seed,
+        num_envs=plan.num_envs,
+        threads=threads,
+        train_dir=train_dir,
     )
     config = params["config"]
     config["env_info"] = env_info(plan)

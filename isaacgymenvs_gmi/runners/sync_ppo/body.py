@@ -49,9 +49,9 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
     from rl_games.torch_runner import Runner
 
     from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver, ObserverChain
+    from isaacgymenvs_gmi.rl.train_config import rlgames_params
     from isaacgymenvs_gmi.rl.vecenv import register_env
     from isaacgymenvs_gmi.runners.shared.preamble import prepare_gmi
-    from isaacgymenvs_gmi.runners.shared.rlgames_settings import gmi_rlgames_params
     from isaacgymenvs_gmi.runners.shared.video import video_recorder
     from isaacgymenvs_gmi.runners.shared.wandb_run import finishing, wandb_for
 
@@ -63,10 +63,12 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
     envs: list[Any] = []  # VecTask or ForeignVecTask, as rl-games asked for them
     video = lambda env: video_recorder(plan, env, observer, wandb)  # noqa: E731
     register_env(_env_factory(ctx, seed, envs, video))
-    params = gmi_rlgames_params(
-        plan,
+    params = rlgames_params(
+        plan.train_params,
+        plan.train,
         rl_device=resources.rl_device,
         seed=seed,
+        num_envs=plan.num_envs,
         threads=resources.threads,
         # nothing of GMI i > 0 lands in the user's run folder
         train_dir=ctx.scratch_dir if lockstep is not None and rank != 0 else None,
