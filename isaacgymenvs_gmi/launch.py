@@ -95,7 +95,7 @@ def plan_run(
     terms = mode.check(ModeFacts(gmi, layout, train_params, num_envs, train, backend, cuda))
     video = _video_settings(cfg, mode, task.foreign)
     wandb = WandbSettings.from_cfg(cfg)
-    _check_checkpoint(cfg, task.config, train_params, footprint)
+    _check_checkpoint(cfg, task.config, train_params, footprint, resumes=mode.trains)
     if task.randomization is not None:
         log.info(task.randomization.describe())
     if cfg.test and layout.world_size > 1 and not place.under_torchrun:
@@ -215,10 +215,14 @@ def _check_training(cfg: DictConfig, mode: Mode, num_envs: object, train_params:
 
 
 def _check_checkpoint(
-    cfg: DictConfig, task_config: dict, train_params: dict, footprint: TaskFootprint
+    cfg: DictConfig,
+    task_config: dict,
+    train_params: dict,
+    footprint: TaskFootprint,
+    resumes: bool,
 ) -> None:
     """``checkpoint`` loads as plain data and fits this task and network (``test=True`` needs
-    one), or is refused."""
+    one), and holds what resuming reads where the mode ``resumes`` training, or is refused."""
     if cfg.test and not cfg.checkpoint:
         raise ConfigError("checkpoint", cfg.checkpoint, "test=True needs a checkpoint file to play")
     if not cfg.checkpoint:
@@ -226,7 +230,10 @@ def _check_checkpoint(
     from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
 
     widths = (footprint.num_obs, footprint.num_states, footprint.num_actions)
-    check_checkpoint(str(cfg.checkpoint), cfg.task_name, task_config, train_params, widths)
+    resumes = resumes and not cfg.test
+    check_checkpoint(
+        str(cfg.checkpoint), cfg.task_name, task_config, train_params, widths, resumes=resumes
+    )
 
 
 def _seed(value: object) -> int:

@@ -1,12 +1,14 @@
 """A store whose values only this run's GMIs can have written.
 
-The TCP store of a run listens on loopback, but any local process can connect to it. Every value
-the runtime publishes is therefore signed with a per-run secret (HMAC-SHA256 over key and value)
-that reaches the GMIs through their launcher, never through the store, and keys live under a
-namespace derived from the same secret. A reader rejects a value whose signature does not match,
-so a process outside the run can neither read our keys by name nor steer the run by writing one.
-torch's own keys (the process group's address exchange) can be put under :attr:`namespace` too
-(``PrefixStore``): a stranger cannot name them either.
+Every value the runtime publishes is signed with a per-run secret (HMAC-SHA256 over key and
+value) that reaches the GMIs through their launcher, never through the store, and keys live
+under a namespace derived from the same secret. A reader rejects a value whose signature does
+not match, so a process outside the run cannot steer it by writing a key. On one node the store
+is also out of a stranger's reach (:mod:`isaacgymenvs_gmi.gmi.rendezvous`); under torchrun it is
+a ``TCPStore`` anyone who reaches its port can list and read (``list_keys``): there the
+signature is what refuses a forged value. torch's own keys (the process group's address
+exchange) can be put under :attr:`namespace` too (``PrefixStore``), but torch reads them
+unsigned.
 """
 
 from __future__ import annotations

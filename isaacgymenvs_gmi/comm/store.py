@@ -1,7 +1,8 @@
 """The key-value store GMIs share for rendezvous, progress records and transport set-up.
 
-A torch.distributed ``TCPStore`` in a real run; ``HashStore`` (one process) or ``FileStore``
-(several) where a test wants one without a network.
+A :class:`~.folder_store.FolderStore` in the run's private folder (GMIs our launcher spawns) or
+torchrun's ``TCPStore``, signed either way; ``HashStore`` (one process) or ``FileStore`` (several)
+where a test wants one of its own.
 """
 
 from __future__ import annotations

@@ -60,6 +60,9 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> 
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ConfigError("checkpoint", path, "no such file")
+    damaged = _damaged_record(path)
+    if damaged is not None:
+        raise ConfigError("checkpoint", path, f"damaged: {damaged} (it changed after it was saved)")
     try:
         with warnings.catch_warnings():
             # a refused file written with a newer pickle protocol needs no warning besides
@@ -72,6 +75,28 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> 
         what = type(state).__name__
         raise ConfigError("checkpoint", path, f"not an rl-games checkpoint: it holds a {what}")
     return state
+
+
+def _damaged_record(path: str) -> str | None:
+    """What is wrong with the first record of the torch archive at ``path`` that does not read
+    back as written (None when all do, or the file is no archive: loading it says why).
+    ``torch.load`` reads records without checking their CRC-32, so a flipped byte in a tensor
+    would load. Records saved with torch's CRC-32 turned off (stored as 0) are not checked."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                try:
+                    with archive.open(info) as record:
+                        while record.read(1 << 20):
+                            pass
+                except zipfile.BadZipFile as err:
+                    if "CRC" not in str(err):
+                        return f"record {info.filename!r}: {err}"
+                    if info.CRC != 0:
+                        return f"record {info.filename!r} fails the CRC-32 torch stored for it"
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError):
+        return None
+    return None
 
 
 def without_compile_prefix(state_dict: Mapping[str, Any]) -> dict[str, Any]:

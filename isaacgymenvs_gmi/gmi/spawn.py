@@ -2,12 +2,12 @@
 
 The launcher owns everything a run leaves open, and closes it whatever happens:
 
-- the rendezvous store, listening on 127.0.0.1 only (a socket we bind, handed to ``TCPStore``);
-- a per-run secret that signs what GMIs publish in it, handed to each GMI through the spawn
-  pipe (:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`);
-- a private temp folder (every GMI's scratch folder and ``TMPDIR``), removed at the end;
+- a private temp folder (every GMI's scratch folder, ``TMPDIR`` and the rendezvous: files only
+  the run's user can open, no socket, :mod:`.rendezvous`), removed at the end;
+- a per-run secret that signs what GMIs publish in the rendezvous, handed to each GMI through the
+  spawn pipe (:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`);
 - the GMI processes, forked from the launcher where that is safe (no thread a fork would break
-  runs in it: the store's server starts after them) and spawned otherwise
+  runs in it) and spawned otherwise
   (:mod:`.start_method`), watched by :func:`~.supervise.supervise`; an MPS daemon the launch
   had to start is stopped.
 
@@ -20,8 +20,6 @@ import logging
 import multiprocessing as mp
 import os
 import secrets
-import socket
-from datetime import timedelta
 from multiprocessing import resource_tracker
 from typing import Any
 
@@ -30,6 +28,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .context import Body
 from .mps import mps_daemon_for
+from .rendezvous import make_rendezvous
 from .scratch import private_temp_dir
 from .start_method import start_method
 from .supervise import (
@@ -46,35 +45,6 @@ log = logging.getLogger(__name__)
 TEARDOWN_GRACE_S = 3.0  # after a failure, how long the other GMIs get to exit on their own
 
 __all__ = ["GmiFailure", "GmiInterrupted", "spawn_gmis"]
-
-
-def loopback_listener() -> tuple[int, int]:
-    """A socket listening on 127.0.0.1 (a free port) for the run's store: its descriptor and
-    port. GMIs may connect before the store serves it; they wait in the backlog."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        port = sock.getsockname()[1]
-    except OSError:
-        sock.close()
-        raise
-    return sock.detach(), port
-
-
-def loopback_store(fd: int, port: int, timeout: timedelta) -> Any:
-    """The run's store server on the listening socket ``fd``. ``TCPStore`` alone would listen
-    on every interface; handed a socket we bound, it listens where we bound it. It owns the
-    descriptor from here and closes it."""
-    import torch.distributed as dist
-
-    try:
-        return dist.TCPStore(
-            "127.0.0.1", port, None, True, timeout, wait_for_workers=False, master_listen_fd=fd
-        )
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def gmi_environment(scratch_root: str) -> dict[str, str]:
@@ -125,38 +95,28 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
             mps_daemon_for(plan.gmi_backend),
             LauncherSignals(processes) as signals,
         ):
-            fd, port = loopback_listener()
             launch = SpawnedLaunch(
                 world_size=layout.per_node,
-                store_port=port,
+                rendezvous=make_rendezvous(scratch_root),
                 secret=secrets.token_bytes(32),
                 scratch_root=scratch_root,
                 environ=gmi_environment(scratch_root),
-                close_first=(fd,) if method == "fork" else (),
             )
-            try:
-                if method == "fork":
-                    resource_tracker.ensure_running()  # the GMIs share the launcher's
-                context = mp.get_context(method)
-                for rank in range(layout.per_node):
-                    receive, send = context.Pipe(duplex=False)
-                    process = context.Process(
-                        target=spawned_gmi_main,
-                        args=(plan, body, rank, launch, send),
-                        name=f"gmi-{rank}",
-                    )
-                    process.start()
-                    send.close()  # the GMI holds the only writing end: EOF when it dies
-                    processes.append(GmiProcess(rank, process, receive))
-            except BaseException:
-                os.close(fd)
-                raise
-            store = loopback_store(fd, port, timedelta(seconds=plan.gmi.timeout_s))
-            try:
-                survivable = Survivable(frozenset(plan.expendable), plan.min_expendable)
-                return supervise(processes, signals, TEARDOWN_GRACE_S, survivable)
-            finally:
-                del store
+            if method == "fork":
+                resource_tracker.ensure_running()  # the GMIs share the launcher's
+            context = mp.get_context(method)
+            for rank in range(layout.per_node):
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=spawned_gmi_main,
+                    args=(plan, body, rank, launch, send),
+                    name=f"gmi-{rank}",
+                )
+                process.start()
+                send.close()  # the GMI holds the only writing end: EOF when it dies
+                processes.append(GmiProcess(rank, process, receive))
+            survivable = Survivable(frozenset(plan.expendable), plan.min_expendable)
+            return supervise(processes, signals, TEARDOWN_GRACE_S, survivable)
     finally:
         for gmi in processes:
             gmi.kill()

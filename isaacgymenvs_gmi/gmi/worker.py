@@ -29,6 +29,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from .binding import bind, unbound
 from .context import Body, GmiContext
 from .faults import epoch_hook
+from .rendezvous import open_rendezvous
 from .scratch import private_temp_dir
 from .stop import StopRequest
 
@@ -44,21 +45,18 @@ class SpawnedLaunch:
 
     Attributes:
         world_size: GMIs in the run.
-        store_port: port of the launcher's store on 127.0.0.1.
+        rendezvous: the run's rendezvous folder (:mod:`.rendezvous`), only the user can open.
         secret: the run's secret, signing what GMIs publish in the store.
         scratch_root: the run's private temp folder, removed by the launcher whatever happens;
             each GMI's scratch folder and temp files go inside it.
         environ: variables every GMI sets first (socket interfaces, ``TMPDIR``).
-        close_first: descriptors a forked GMI inherits and closes first (the store's
-            listening socket); empty for spawned GMIs, which inherit none.
     """
 
     world_size: int
-    store_port: int
+    rendezvous: str
     secret: bytes
     scratch_root: str
     environ: dict[str, str]
-    close_first: tuple[int, ...] = ()
 
 
 def loopback_sockets() -> dict[str, str]:
@@ -116,19 +114,18 @@ def spawned_gmi_main(
     stop = StopRequest(second_stops_now=False).install()  # first: Ctrl-C may come any time
     _die_with_parent()
     name_process(f"gmi-{rank}")
-    _leave_the_launchers(launch.close_first)
+    _leave_the_launchers_logs()
     os.environ.update(launch.environ)
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(launch.world_size))
     tempfile.tempdir = None  # re-read TMPDIR
     try:
-        import torch.distributed as dist
-
         timeout = timedelta(seconds=plan.gmi.timeout_s)
-        raw = dist.TCPStore("127.0.0.1", launch.store_port, None, False, timeout)
+        group_store, store = open_rendezvous(launch.rendezvous, launch.secret, timeout)
         scratch = os.path.join(launch.scratch_root, f"gmi{rank}")
         os.makedirs(scratch, mode=0o700)
-        signed = SignedStore(raw, launch.secret)
-        result = _join_and_run(plan, body, rank, launch.world_size, raw, signed, scratch, stop)
+        result = _join_and_run(
+            plan, body, rank, launch.world_size, group_store, store, scratch, stop
+        )
         results.send(("ok", result if rank == 0 else None))
     except BaseException as err:  # noqa: BLE001 - reported to the launcher, then exit 1
         line = f"{type(err).__name__}: {err}".strip().splitlines()
@@ -138,12 +135,9 @@ def spawned_gmi_main(
     results.close()
 
 
-def _leave_the_launchers(descriptors: tuple[int, ...]) -> None:
-    """A forked GMI lets go of what it inherited from the launcher: the descriptors named, and
-    the log handlers (their buffers are the launcher's to write; a GMI logs its own way)."""
-    for fd in descriptors:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+def _leave_the_launchers_logs() -> None:
+    """A forked GMI lets go of the log handlers it inherited (their buffers are the launcher's
+    to write; a GMI logs its own way)."""
     for handler in list(logging.root.handlers):
         logging.root.removeHandler(handler)
 
@@ -162,8 +156,10 @@ def gmi_main(plan: RunPlan, body: Body) -> Any:
             os.environ.setdefault(key, value)
     raw = dist.TCPStore(*master, None, False, timeout)
     store: Store = raw
+    group_store = raw
     if os.environ.get(SECRET_ENV):
         store = SignedStore(raw, secret_from_hex(os.environ[SECRET_ENV]))
+        group_store = dist.PrefixStore(store.namespace + "pg", raw)  # its keys unnamed too
     elif rank == 0:
         log.warning(
             "%s is not set: values in torchrun's store are not authenticated (set it to the "
@@ -171,7 +167,7 @@ def gmi_main(plan: RunPlan, body: Body) -> Any:
             SECRET_ENV,
         )
     with tempfile.TemporaryDirectory(prefix=f"gmi{rank}-") as scratch:
-        return _join_and_run(plan, body, rank, world, raw, store, scratch, stop)
+        return _join_and_run(plan, body, rank, world, group_store, store, scratch, stop)
 
 
 def _join_and_run(
@@ -179,13 +175,13 @@ def _join_and_run(
     body: Body,
     rank: int,
     world: int,
-    raw_store: Any,
+    group_store: Any,
     store: Store,
     scratch: str,
     stop: StopRequest,
 ) -> Any:
-    """Bind, join the process group over ``raw_store`` and run ``body`` with a group whose
-    own keys go through ``store``."""
+    """Bind, join the process group over ``group_store`` (a torch store) and run ``body`` with
+    a group whose own keys go through ``store``."""
     import torch.distributed as dist
 
     from isaacgymenvs_gmi.console import quiet_console
@@ -199,10 +195,8 @@ def _join_and_run(
         level=logging.INFO if rank == 0 else logging.WARNING, format=f"[GMI {rank}] %(message)s"
     )
     timeout = plan.gmi.timeout_s
-    if isinstance(store, SignedStore):  # the group's own keys under the secret namespace too
-        raw_store = dist.PrefixStore(store.namespace + "pg", raw_store)
     dist.init_process_group(
-        "gloo", store=raw_store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout)
+        "gloo", store=group_store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout)
     )
     try:
         from .group import GmiGroup

@@ -38,6 +38,7 @@ def check_checkpoint(
     task_config: dict[str, Any],
     train_params: dict[str, Any],
     widths: tuple[int, int, int] | None = None,
+    resumes: bool = False,
 ) -> None:
     """Raise :class:`ConfigError` on ``checkpoint`` unless ``path`` holds a checkpoint whose
     networks fit ``task_name`` (resolved ``task_config``) trained with ``train_params`` (the
@@ -49,6 +50,9 @@ def check_checkpoint(
     the task it was trained on). The central value net is compared too when the train config
     has one and the checkpoint holds its state. ``widths`` (obs, states, actions) are the task's
     as measured when the run was planned; by default they come from the task class.
+    ``resumes``: training goes on from it, so rl-games also reads its epoch, frame count and
+    optimizer state (and the central value net's, when the train config has one): each must be
+    there with its type.
     """
     state = read_checkpoint(path)
     model = state.get("model")
@@ -57,6 +61,11 @@ def check_checkpoint(
         raise ConfigError(
             "checkpoint", path, f"not an rl-games checkpoint: no 'model' state (it holds: {held})"
         )
+    if resumes:
+        central_value = train_params["config"].get("central_value_config") is not None
+        problem = resume_fields_problem(state, central_value)
+        if problem is not None:
+            raise ConfigError("checkpoint", path, f"{problem}, which resuming training reads")
     trained_on = _recorded_task(state)
     who = f"{task_name} with this train config"
     if widths is None:
@@ -70,6 +79,54 @@ def check_checkpoint(
         raise ConfigError("checkpoint", path, problem)
     if trained_on is not None and trained_on != task_name:
         log.warning("checkpoint %s was trained on %s, not %s", path, trained_on, task_name)
+
+
+def resume_fields_problem(state: Mapping[str, Any], central_value: bool) -> str | None:
+    """What keeps rl-games from resuming training from ``state`` beyond its networks (None when
+    nothing does): ``epoch`` and ``frame`` counts, ``optimizer`` state (and
+    ``assymetric_vf_nets`` when the train config has a central value net), each of its type;
+    ``last_mean_rewards``, which it may lack, a number."""
+    for key in ("epoch", "frame"):
+        value = state.get(key)
+        if key not in state:
+            return f"no {key!r} count"
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"{key!r} is {value!r}, not a count (an integer >= 0)"
+    problem = _optimizer_problem(state.get("optimizer"), "optimizer")
+    if problem is None and central_value and CENTRAL_VALUE_KEY not in state:
+        problem = f"no {CENTRAL_VALUE_KEY!r} (the central value net's state)"
+    if problem is None and "last_mean_rewards" in state:
+        best = state["last_mean_rewards"]
+        if not _is_number(best):
+            problem = f"'last_mean_rewards' is {best!r}, not a number"
+    return problem
+
+
+def _optimizer_problem(found: Any, key: str) -> str | None:
+    """Why ``found`` is not a torch optimizer's state dict (None when it is one)."""
+    if found is None:
+        return f"no {key!r} state"
+    if not isinstance(found, Mapping) or not isinstance(found.get("state"), Mapping):
+        return f"{key!r} is not an optimizer's state dict (no 'state' mapping)"
+    groups = found.get("param_groups")
+    if not isinstance(groups, list) or not groups:
+        return f"{key!r} has no 'param_groups' list"
+    for group in groups:
+        if not isinstance(group, Mapping) or not isinstance(group.get("params"), list):
+            return f"{key!r} has a parameter group without a 'params' list"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    import numbers
+
+    import numpy as np
+    import torch
+
+    if isinstance(value, torch.Tensor):  # a one-element tensor of reals
+        return value.numel() == 1 and not value.dtype.is_complex and value.dtype != torch.bool
+    real = isinstance(value, numbers.Real) or isinstance(value, np.number) and np.isrealobj(value)
+    return real and not isinstance(value, bool | np.bool_)
 
 
 def _misfit(

@@ -19,12 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class LaunchedRun:
-    """``python train.py *args train_dir=<tmp>/runs`` with ``TMPDIR=<tmp>/temp`` (empty at start,
-    so a test can check that the run leaves nothing in it)."""
+    """``python train.py *args train_dir=<tmp>/runs`` with ``TMPDIR=<tmp>/temp`` or ``temp``
+    (empty at start, so a test can check that the run leaves nothing in it)."""
 
-    def __init__(self, tmp_path: Path, *args: str, env: dict | None = None):
-        self.runs, self.temp = tmp_path / "runs", tmp_path / "temp"
-        self.temp.mkdir(parents=True)
+    def __init__(
+        self, tmp_path: Path, *args: str, env: dict | None = None, temp: Path | None = None
+    ):
+        self.runs, self.temp = tmp_path / "runs", temp or tmp_path / "temp"
+        self.temp.mkdir(parents=True, exist_ok=temp is not None)
         self.lines: list[tuple[float, str, str]] = []  # (time, "out" | "err", line)
         self.proc = subprocess.Popen(
             [sys.executable, "train.py", *args, f"train_dir={self.runs}"],

@@ -1,15 +1,18 @@
-"""A run is safe by default: loopback-only sockets, a store strangers cannot steer, graceful
+"""A run is safe by default: loopback-only sockets, a rendezvous strangers cannot reach, graceful
 stop on SIGINT/SIGTERM, stopped GMIs cleared in time, nothing left behind (real runs)."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import psutil
 import pytest
@@ -18,6 +21,7 @@ import torch.distributed as dist
 from isaacgymenvs_gmi.comm.signed_store import SignedStore, StoreAuthError
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from tests.gmi.launched_run import ROOT, LaunchedRun
+from tests.gmi.stranger import probe_as_stranger
 from tests.speed import budget
 
 FINGERPRINT = re.compile(r"replicas identical at 'end of training, \d+ epochs' on \d GMIs: (.*)")
@@ -34,34 +38,39 @@ def listening(pids: list[int]) -> list[tuple[int, str, int]]:
     return out
 
 
-def forge(port: int) -> int:
-    """Connect to the run's store as a stranger would and write keys a GMI reads; returns how
-    many were written."""
-    client = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=5))
-    keys = [f"gmi/progress/{r}" for r in range(2)]
-    keys += [f"gmi/0/device0/{suffix}" for suffix in ("", "shm", "cuda-ipc-rows")]
-    for key in keys:
-        client.set(key, "/etc/passwd")
-    return len(keys)
+@pytest.fixture
+def shared_temp():
+    """A temp dir like ``/tmp``: world-writable and sticky, reachable by every user."""
+    folder = Path(tempfile.mkdtemp(prefix="shared-temp-"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_two_gmis_listen_on_loopback_only_and_a_forged_store_key_changes_nothing(tmp_path):
-    """Also: GMIs forked from the launcher (the default here) learn exactly as spawned ones."""
+def test_a_stranger_finds_no_rendezvous_and_the_run_is_unaffected(tmp_path, shared_temp):
+    """Another local user (``nobody``, when the tests run as root) who knows the run's pids,
+    its temp dir and the loopback ports it listens on finds no store to write, cannot open the
+    run's folder or read its environment, and garbage sent to gloo's sockets changes nothing:
+    the run learns bit for bit as one nobody probed. Also: GMIs forked from the launcher (the
+    default here) learn exactly as spawned ones."""
     args = ["task=Cartpole", "gmi.per_gpu=2", "max_iterations=12"]
     reference = LaunchedRun(tmp_path / "a", *args, "gmi.start=spawn")
     assert reference.finish(timeout=300) == 0, reference.text("err")[-3000:]
     assert "spawned: gmi.start=spawn)" in reference.text("err")
 
-    run = LaunchedRun(tmp_path / "b", *args)
+    run = LaunchedRun(tmp_path / "b", *args, temp=shared_temp)
     run.wait_for("[GMI x2] epoch 1/", timeout=240)
     pids = [run.proc.pid, *run.gmi_pids()]
     sockets = listening(pids)
-    assert sockets and all(ip in LOOPBACK for _, ip, _ in sockets), sockets
-    store_port = next(port for pid, _, port in sockets if pid == run.proc.pid)
-    assert forge(store_port) > 0
+    assert all(ip in LOOPBACK for _, ip, _ in sockets), sockets
+    assert not [s for s in sockets if s[0] == run.proc.pid]  # the launcher serves no store
+    found = probe_as_stranger(str(shared_temp), pids, [port for _, _, port in sockets])
+    assert found.stores_found == found.keys_written == 0, found
+    if found.other_user:
+        assert found.folders_listed == found.files_opened == found.environs_read == 0, found
     assert run.finish(timeout=300) == 0, run.text("err")[-3000:]
     assert "forked: the launcher runs no thread a fork would break)" in run.text("err")
-    # same learning, bit for bit: the forged keys were never read, forked GMIs as spawned ones
+    # same learning, bit for bit: nothing the stranger did reached the run
     assert FINGERPRINT.findall(run.text("out")) == FINGERPRINT.findall(reference.text("out"))
     assert run.leftovers() == []
 
@@ -179,3 +188,19 @@ def test_three_gmis_leave_nothing_in_the_temp_dir(tmp_path, how, env):
     assert run.leftovers() == []
     shm_after = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
     assert not {n for n in shm_after - shm_before if n.startswith("isaacgymenvs-gmi-")}
+
+
+def test_under_torchrun_a_stranger_who_lists_the_store_cannot_forge_our_values():
+    """torchrun's TCPStore lets anyone who reaches it list, read and rewrite every key: what
+    the README says of it. Our values, rewritten by such a stranger, are refused by name."""
+    server = dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=5), wait_for_workers=False)
+    ours = SignedStore(dist.TCPStore("127.0.0.1", server.port, None, False), b"s" * 32)
+    ours.set("gmi/progress/0", "3 grads")
+    stranger = dist.TCPStore("127.0.0.1", server.port, None, False, timedelta(seconds=5))
+    keys = stranger.list_keys()
+    assert keys == [ours.namespace + "v/gmi/progress/0"]  # found by listing, not by name
+    assert stranger.get(keys[0]).endswith(b"3 grads")  # readable: signed, not secret
+    for forged in (b"9 grads", stranger.get(keys[0])[:-1] + b"9"):
+        stranger.set(keys[0], forged)
+        with pytest.raises(StoreAuthError, match="'gmi/progress/0' was not written by a GMI"):
+            ours.get("gmi/progress/0")
