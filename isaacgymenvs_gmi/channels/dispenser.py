@@ -51,8 +51,18 @@ class Dispenser:
         if self._route is not None:
             return
         r = pick_route(self.routes)
-        wait_until(lambda: self.routes[r].free() > 0, self.abort)
+
+        def room() -> bool:
+            self.beat()  # alive, waiting for a trainer: not hung
+            return self.routes[r].free() > 0
+
+        wait_until(room, self.abort)
         self._route = r
+
+    def beat(self) -> None:
+        """Tell every trainer this actor is alive now (its routes' heartbeats)."""
+        for route in self.routes:
+            route.beat()
 
     def push(self, step: Mapping[str, torch.Tensor]) -> None:
         """One env step: kind -> (N, *shape) tensors (every kind of the channels), on any

@@ -1,7 +1,8 @@
 """Testing aid: make one GMI crash or hang at a chosen epoch, to exercise fault handling.
 
 Asked for through the environment, ``ISAACGYMENVS_GMI_FAULT="<gmi id>:<crash|hang>:<epoch>"``;
-the GMI entry turns it into an epoch hook that the mode's body calls at the start of each epoch.
+the GMI entry turns it into an epoch hook that the mode's body calls at the start of each epoch
+(an actor's epoch is a chunk of experience).
 """
 
 from __future__ import annotations

@@ -27,18 +27,12 @@ from isaacgymenvs_gmi.placement.cpu_sets import choose_cores, oversubscribed, us
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .context import Body
+from .gmi_process import GmiProcess
 from .mps import mps_daemon_for
 from .rendezvous import make_rendezvous
 from .scratch import private_temp_dir
 from .start_method import start_method
-from .supervise import (
-    GmiFailure,
-    GmiInterrupted,
-    GmiProcess,
-    LauncherSignals,
-    Survivable,
-    supervise,
-)
+from .supervise import GmiFailure, GmiInterrupted, LauncherSignals, Survivable, supervise
 from .worker import SpawnedLaunch, loopback_sockets, spawned_gmi_main
 
 log = logging.getLogger(__name__)
@@ -116,7 +110,9 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
                 send.close()  # the GMI holds the only writing end: EOF when it dies
                 processes.append(GmiProcess(rank, process, receive))
             survivable = Survivable(frozenset(plan.expendable), plan.min_expendable)
-            return supervise(processes, signals, TEARDOWN_GRACE_S, survivable)
+            return supervise(
+                processes, signals, TEARDOWN_GRACE_S, survivable, stall_s=plan.gmi.timeout_s
+            )
     finally:
         for gmi in processes:
             gmi.kill()

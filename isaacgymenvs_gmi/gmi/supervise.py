@@ -1,10 +1,12 @@
 """Watch a node's GMI processes: results, failures, stop signals; leave none behind.
 
-The first GMI to fail is reported when it is detected (one line, then its traceback), the
-others get :data:`grace <supervise>` seconds to exit on their own (they notice a dead peer
-in their next collective) and are then killed; a stopped (``SIGSTOP``) or hung GMI is killed at
-once. A first stop signal (SIGINT, SIGTERM, SIGHUP) to the launcher is forwarded to every GMI
-(they agree to stop at the next epoch boundary, see :mod:`.stop`); a second kills them all.
+The first GMI to fail is reported when it is detected (one line, then its traceback; the cause
+before its consequences, :mod:`.gmi_process`), the others get :data:`grace <supervise>` seconds
+to exit on their own (they notice a dead peer in their next collective) and are then killed; a
+stopped (``SIGSTOP``) or hung GMI is killed at once. A GMI stopped by a signal for
+``gmi.timeout_s`` is killed and counts as failed, and no wait is unbounded. A first stop signal
+(SIGINT, SIGTERM, SIGHUP) to the launcher is forwarded to every GMI (they agree to stop at the
+next epoch boundary, see :mod:`.stop`); a second kills them all.
 """
 
 from __future__ import annotations
@@ -14,13 +16,12 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
+from dataclasses import dataclass
+from multiprocessing.connection import wait
 from types import FrameType
 from typing import Any
 
-from .liveness import process_state
+from .gmi_process import GmiProcess, causes_first, failure_text
 from .stop import announce_stop, signal_name, signals_to_catch
 
 log = logging.getLogger(__name__)
@@ -37,59 +38,6 @@ class GmiInterrupted(RuntimeError):
     def __init__(self, signum: int, message: str):
         self.signum = signum
         super().__init__(message)
-
-
-@dataclass
-class GmiProcess:
-    """One spawned GMI: its process and the pipe it reports on."""
-
-    rank: int
-    process: BaseProcess
-    results: Connection
-    message: tuple | None = None  # ("ok", result) or ("error", line, traceback)
-    killed_by_launcher: bool = False
-    _pipe_open: bool = field(default=True, repr=False)
-
-    def read(self) -> None:
-        """Take the GMI's report if it has sent one (never blocks)."""
-        while self._pipe_open and self.message is None and self.results.poll():
-            try:
-                self.message = self.results.recv()
-            except (EOFError, OSError):
-                self._pipe_open = False
-
-    @property
-    def alive(self) -> bool:
-        return self.process.exitcode is None
-
-    @property
-    def failed(self) -> bool:
-        code = self.process.exitcode
-        return (code not in (None, 0)) or (self.message is not None and self.message[0] != "ok")
-
-    @property
-    def stopped(self) -> bool:
-        """Stopped by a signal (state T): it cannot exit on its own."""
-        pid = self.process.pid
-        return pid is not None and process_state(pid) == "stopped"
-
-    def kill(self) -> None:
-        if self.alive:
-            self.killed_by_launcher = True
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.process.pid, signal.SIGKILL)
-        self.process.join(5)
-
-    def describe(self) -> str:
-        code, pid = self.process.exitcode, self.process.pid
-        if self.message is not None and self.message[0] == "error":
-            return f"GMI {self.rank} (pid {pid}) exited with code {code}: {self.message[1]}"
-        if code is not None and code < 0:
-            try:
-                return f"GMI {self.rank} (pid {pid}) killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"GMI {self.rank} (pid {pid}) killed by signal {-code}"
-        return f"GMI {self.rank} (pid {pid}) exited with code {code}"
 
 
 class LauncherSignals:
@@ -134,10 +82,14 @@ def supervise(
     signals: LauncherSignals,
     grace_s: float,
     survivable: Survivable = Survivable(),
+    stall_s: float = 30.0,
 ) -> Any:
     """Wait for every GMI; return GMI 0's result. A failed GMI in ``survivable`` is reported
     and the run goes on; below ``survivable.min_alive`` the others are asked to stop
-    gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`.
+    gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`. Every wait is
+    bounded by ``stall_s`` (``gmi.timeout_s``): a GMI stopped by a signal (SIGSTOP) that long
+    is killed, and counts as failed (survivable ones are dropped like dead ones); survivable
+    GMIs still running that long after the others finished are killed and named.
 
     Raises:
         GmiFailure: a GMI failed (after the others were stopped).
@@ -146,6 +98,7 @@ def supervise(
     forwarded: set[int] = set()
     lost: set[int] = set()
     too_few: str | None = None
+    finished_at: float | None = None  # when every GMI but survivable ones had exited cleanly
     while True:
         if signals.forced:
             for gmi in gmis:
@@ -154,10 +107,14 @@ def supervise(
             raise GmiInterrupted(signals.signum or signal.SIGINT, f"stopped at once by {name}")
         if signals.signum is not None:
             _forward(gmis, signals.signum, forwarded)
-        waiting = [g.results for g in gmis if g.message is None and g._pipe_open]
+        waiting = [g.results for g in gmis if g.message is None and g.pipe_open]
         wait(waiting + [g.process.sentinel for g in gmis if g.alive], timeout=POLL_S)
+        now = time.monotonic()
+        _kill_stalled(gmis, now, stall_s)
         for gmi in gmis:
             gmi.read()
+            if gmi.failed and gmi.failed_at is None:
+                gmi.failed_at = now
         failed = [g for g in gmis if g.failed and g.rank not in lost]
         for gmi in [g for g in failed if g.rank in survivable.ranks]:
             lost.add(gmi.rank)
@@ -180,9 +137,18 @@ def supervise(
                 _forward(gmis, signal.SIGTERM, forwarded)
         failed = [g for g in failed if g.rank not in survivable.ranks]
         if failed:
-            _report(failed[0])
+            _report(causes_first(failed)[0])
             _teardown(gmis, grace_s)
             return _raise_failure(gmis, signals)
+        others = [g for g in gmis if g.rank not in survivable.ranks]
+        if finished_at is None and all(g.process.exitcode == 0 for g in others):
+            finished_at = now
+        lingering = [g for g in gmis if g.rank not in lost and g.alive]
+        if finished_at is not None and lingering and now - finished_at > stall_s:
+            for gmi in lingering:  # survivable ones only: the others have exited
+                gmi.kill(f"still running {stall_s:g} s after the run ended (gmi.timeout_s)")
+                lost.add(gmi.rank)
+                log.warning("%s", gmi.describe())
         if all(g.process.exitcode == 0 for g in gmis if g.rank not in lost):
             for gmi in gmis:
                 gmi.read()
@@ -195,6 +161,19 @@ def supervise(
             return first[1]
 
 
+def _kill_stalled(gmis: list[GmiProcess], now: float, stall_s: float) -> None:
+    """Kill GMIs stopped by a signal (state T) for ``stall_s``: they cannot go on or exit."""
+    for gmi in gmis:
+        if not gmi.alive:
+            continue
+        if not gmi.stopped:
+            gmi.stopped_since = None
+        elif gmi.stopped_since is None:
+            gmi.stopped_since = now
+        elif now - gmi.stopped_since >= stall_s:
+            gmi.kill(f"stopped by a signal (SIGSTOP or a debugger) for {stall_s:g} s")
+
+
 def _forward(gmis: list[GmiProcess], signum: int, forwarded: set[int]) -> None:
     for gmi in gmis:
         if gmi.rank not in forwarded and gmi.alive:
@@ -204,20 +183,20 @@ def _forward(gmis: list[GmiProcess], signum: int, forwarded: set[int]) -> None:
 
 
 def _report(first: GmiProcess) -> None:
-    """Say at once which GMI failed; the traceback of its error follows, if it sent one."""
+    """Say at once which GMI failed first; the traceback of its error follows, if it sent one."""
     log.error("%s; stopping the other GMIs", first.describe())
     if first.message is not None and first.message[0] == "error" and first.message[2]:
         log.error("GMI %d traceback:\n%s", first.rank, first.message[2].rstrip())
 
 
 def _teardown(gmis: list[GmiProcess], grace_s: float) -> None:
-    """Let the others exit on their own for up to ``grace_s`` (stopped ones are killed at once),
-    then kill the rest."""
+    """Let the others exit on their own for up to ``grace_s`` (stopped ones are killed at once,
+    and named as stopped), then kill the rest."""
     deadline = time.monotonic() + grace_s
     while any(g.alive for g in gmis) and time.monotonic() < deadline:
         for gmi in gmis:
             if gmi.alive and gmi.stopped:
-                gmi.kill()
+                gmi.kill("stopped by a signal (SIGSTOP or a debugger)")
         wait([g.process.sentinel for g in gmis if g.alive], timeout=0.1)
         for gmi in gmis:
             gmi.read()
@@ -227,14 +206,7 @@ def _teardown(gmis: list[GmiProcess], grace_s: float) -> None:
 
 
 def _raise_failure(gmis: list[GmiProcess], signals: LauncherSignals) -> Any:
-    def on_its_own(g: GmiProcess) -> bool:
-        return g.failed and (not g.killed_by_launcher or g.message is not None)
-
-    own = [g for g in gmis if on_its_own(g)]
-    stopped = [g.rank for g in gmis if g.killed_by_launcher and not on_its_own(g)]
-    text = "; ".join(g.describe() for g in own) or "a GMI failed"
-    if stopped:
-        text += f" (the launcher stopped GMI {', '.join(map(str, stopped))})"
+    text = failure_text(gmis)
     if signals.signum is not None:
         raise GmiInterrupted(signals.signum, f"stopped by {signal_name(signals.signum)}: {text}")
     raise GmiFailure(text)

@@ -15,9 +15,9 @@ import pytest
 
 from isaacgymenvs_gmi.channels.route import ACTOR_PID, ACTOR_STATE, RUNNING, STOPPED
 from isaacgymenvs_gmi.gmi import liveness
+from isaacgymenvs_gmi.gmi.gmi_process import GmiProcess
 from isaacgymenvs_gmi.gmi.liveness import is_alive, process_state
 from isaacgymenvs_gmi.gmi.scratch import PREFIX, remove_abandoned
-from isaacgymenvs_gmi.gmi.supervise import GmiProcess
 from isaacgymenvs_gmi.runners.async_ppo.accounting import actor_gone
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]

@@ -110,7 +110,8 @@ def test_kill_9_one_gmi_stops_all_and_leaves_a_loadable_checkpoint(tmp_path):
         if launcher.poll() is None:
             launcher.kill()
     assert launcher.returncode != 0
-    assert "GMI 1" in stderr and "SIGKILL" in stderr, stderr[-2000:]
+    last = stderr.strip().splitlines()[-1]  # the cause first, however low the others' rank
+    assert re.match(r"error: GMI 1 \(pid \d+\) killed by SIGKILL", last), stderr[-2000:]
     time.sleep(1)
     survivors = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
     assert not survivors

@@ -162,6 +162,34 @@ def test_too_few_actors_stop_the_run_cleanly_with_a_final_checkpoint(tmp_path):
     assert run.checkpoints() and run.leftovers() == []
 
 
+@pytest.mark.parametrize("how", ["stopped", "hung"])
+def test_a_stopped_or_hung_actor_is_dropped_like_a_dead_one_within_the_timeout(tmp_path, how):
+    """SIGSTOP (never continued) or a hang in the actor's own code: within gmi.timeout_s it is
+    killed and named, the run goes on with the other actor and ends cleanly, bounded."""
+    timeout_s = 4
+    hang = {"ISAACGYMENVS_GMI_FAULT": "2:hang:8"} if how == "hung" else {}
+    run = LaunchedRun(
+        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=150",
+        f"gmi.timeout_s={timeout_s}", env=hang,
+    )  # fmt: skip
+    run.wait_for("epoch 5/150", 120)
+    if how == "stopped":
+        os.kill(run.gmi_pids()[2], signal.SIGSTOP)
+        why = "stopped by a signal (SIGSTOP or a debugger) for 4 s: killed"
+    else:
+        run.gmi_pids()
+        why = "hung, dropped like a dead one (killed)"
+    started = run.wait_for("epoch 6/150", 60)
+    dropped = run.wait_for(why, timeout_s + 30)
+    assert dropped - started < timeout_s + budget(5), dropped - started
+    assert run.finish(300) == 0, run.text("err")[-3000:]
+    err = run.text("err")
+    assert "GMI 2" in err and "the run goes on with 1 of 2 actor GMIs" in err
+    produced, consumed, dropped_lag, in_flight = balance(run)
+    assert produced == consumed + dropped_lag + in_flight
+    assert run.leftovers() == []
+
+
 def test_serial_mode_runs_every_role_in_one_process(compose_cfg, tmp_path):
     cfg = compose_cfg(
         "task=Cartpole",

@@ -23,6 +23,7 @@ from isaacgymenvs_gmi.runners.shared.actor_loop import ActorLoop
 from isaacgymenvs_gmi.runners.shared.agents import build_agent, policy_modules
 from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep
 
+from .actor_watch import ActorWatch
 from .team import TrainerTeam
 from .trainer_loop import TrainerLoop
 
@@ -86,7 +87,12 @@ def trainer_loop(
         plan.gmi.async_.max_lag,
         ledger,
     )
-    return TrainerLoop(agent, modules, links, collector, batcher, ledger, stop, lead, team)
+    watch = None  # the serial twin's actors run in this process, between the trainer's turns
+    if ctx.group is not None:
+        watch = ActorWatch(links.routes, plan.gmi.timeout_s, ctx.group.startup_timeout_s)
+    return TrainerLoop(
+        agent, modules, links, collector, batcher, ledger, stop, lead, team, watch=watch
+    )
 
 
 def open_actor(

@@ -16,7 +16,8 @@ from isaacgymenvs_gmi.channels.wiring import TrainerLinks
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
 
-from .accounting import Accounting, ChannelCounters, run_result
+from .accounting import ACTORS_STOP_TIMEOUT_S, Accounting, ChannelCounters, run_result
+from .actor_watch import ActorWatch
 from .bookkeeping import Bookkeeping, TrainedEpoch
 from .channel_report import report_channels
 from .team import SoloTrainer, TrainerTeam
@@ -33,6 +34,7 @@ class TrainerLoop:
         should_stop: the stop signal this GMI received (graceful stop), or None.
         lead: this is the first trainer: it publishes weights, logs and writes checkpoints.
         team: the other trainers (:class:`~.team.TrainerTeam`), or the only trainer.
+        watch: drops this trainer's hung actors (:class:`~.actor_watch.ActorWatch`), if given.
     """
 
     def __init__(
@@ -46,11 +48,12 @@ class TrainerLoop:
         should_stop: Callable[[], int | None],
         lead: bool,
         team: TrainerTeam | SoloTrainer | None = None,
+        watch: ActorWatch | None = None,
     ):
         self.agent, self.modules, self.links = agent, modules, links
         self.collector, self.batcher = collector, batcher
         self.should_stop, self.lead = should_stop, lead
-        self.team = team or SoloTrainer()
+        self.team, self.watch = team or SoloTrainer(), watch
         self.accounts = Accounting(links, collector, batcher, ledger, self.team)
         self.version = 0
         self._flat = flatten(modules)
@@ -71,6 +74,8 @@ class TrainerLoop:
 
     def run(self) -> None:
         while not self.finished:
+            if self.watch is not None:
+                self.watch.check()
             if not self.step():
                 time.sleep(IDLE_SLEEP_S)
 
@@ -129,7 +134,8 @@ class TrainerLoop:
 
     def finish(self) -> RunResult:
         """Stop the actors, account for every chunk, write the last checkpoint, report."""
-        balance = self.accounts.settle()
+        wait_s = self.watch.timeout_s if self.watch is not None else ACTORS_STOP_TIMEOUT_S
+        balance = self.accounts.settle(wait_s)  # an actor that cannot stop is bounded too
         self.team.check_same(self.agent, f"end of training, {self.agent.epoch_num} epochs")
         checkpoint = self.books.save_last()
         if self.lead:

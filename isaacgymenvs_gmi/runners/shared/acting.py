@@ -56,4 +56,5 @@ def build_actor(
     abort = lambda: links.board.stopping  # noqa: E731
     deadline = settings.deadline_ms / 1000.0 if deadline_s is None else deadline_s
     dispenser = Dispenser(gmi, links.routes, deadline, abort)
-    return ActorLoop(agent, modules, dispenser, links.board, plan.train.value_bootstrap), env
+    bootstrap = plan.train.value_bootstrap
+    return ActorLoop(agent, modules, dispenser, links.board, bootstrap, ctx.before_epoch), env

@@ -11,6 +11,7 @@ import torch
 
 from isaacgymenvs_gmi.channels import ChannelClosed, Dispenser, WeightsBoard, unflatten
 from isaacgymenvs_gmi.channels.route import ACTOR_PID, ACTOR_STATE, RUNNING, STOPPED
+from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 
 
 class ActorLoop:
@@ -21,6 +22,11 @@ class ActorLoop:
         modules: the agent's modules the weights board carries (see ``policy_modules``).
         value_bootstrap: time-outs are truncations (bootstrapped), as rl-games'
             ``value_bootstrap``; else every episode end is a termination.
+        before_chunk: called with each chunk's number (1-based) before it is played: an
+            actor's epoch, for injected faults (:mod:`isaacgymenvs_gmi.gmi.faults`).
+
+    The actor beats its routes' heartbeats at every env step and while it waits for room, so
+    a trainer can tell a hung actor from a busy one.
     """
 
     def __init__(
@@ -30,9 +36,11 @@ class ActorLoop:
         dispenser: Dispenser,
         board: WeightsBoard,
         value_bootstrap: bool,
+        before_chunk: EpochHook = no_fault,
     ):
         self.agent, self.modules, self.dispenser, self.board = agent, modules, dispenser, board
-        self.value_bootstrap = value_bootstrap
+        self.value_bootstrap, self.before_chunk = value_bootstrap, before_chunk
+        self.chunks = 0
         self.version = -1
         self._flat = torch.empty(board.numel, dtype=torch.float32)
         self._obs = None
@@ -40,6 +48,7 @@ class ActorLoop:
         for route in dispenser.routes:
             route.set_control(ACTOR_PID, os.getpid())
             route.set_control(ACTOR_STATE, RUNNING)
+        dispenser.beat()
 
     def refresh(self) -> None:
         version = self.board.read_newer(self.version, self._flat)
@@ -49,16 +58,17 @@ class ActorLoop:
 
     def play_chunk(self) -> bool:
         """One chunk; False when the run is stopping (the chunk is abandoned, not produced)."""
+        self.chunks += 1
+        self.before_chunk(self.chunks)
         try:
             self.dispenser.begin_chunk()  # wait for room first: then act with the newest policy
             for _ in range(self.dispenser.chunk_steps):
                 if self.board.stopping:
                     return False
                 self._step()
+                self.dispenser.beat()
         except ChannelClosed:
             return False
-        for route in self.dispenser.routes:
-            route.beat()
         return True
 
     def run(self) -> None:
