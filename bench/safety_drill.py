@@ -6,7 +6,7 @@ ended, and what it left: files in its temp dir, live processes, shared-memory se
 whether its last checkpoint loads with ``torch.load(weights_only=True)``.
 Writes bench/results/safety_drill.json.
 
-    python bench/safety_drill.py [--only NAME ...]
+    python bench/safety_drill.py [--only NAME ...]   (NAME "resume": the resume check)
 """
 
 from __future__ import annotations
@@ -36,13 +36,15 @@ GMI_FAULT = "ISAACGYMENVS_GMI_FAULT"
 class Scenario:
     name: str
     gmis: int
-    act: str  # "none" | "launcher:<SIG>[x2]" | "gmi<rank>:<SIG>"
+    act: str  # "none" | "launcher:<SIG>[x2]" | "group:<SIG>" | "gmi<rank>:<SIG>"
     expect_code: int | str  # exit code, or "nonzero"
     env: dict = field(default_factory=dict)
     extra: tuple[str, ...] = ()
     told: str = ""  # a line the run must print once it notices
+    when: str = ""  # act once a line holding this appears (default: after 3 epochs)
 
 
+ASYNC = ("gmi.mode=async", "max_iterations=200", "gmi.timeout_s=6")
 SCENARIOS = [
     Scenario("finished", 3, "none", 0, extra=("max_iterations=4",)),
     Scenario("crash fault", 3, "none", 1, {GMI_FAULT: "2:crash:3"}, told="injected crash"),
@@ -58,6 +60,12 @@ SCENARIOS = [
     Scenario("Ctrl-C, 1 GMI", 1, "launcher:SIGINT", 130, told="final checkpoint"),
     Scenario("SIGTERM, 1 GMI", 1, "launcher:SIGTERM", 143, told="final checkpoint"),
     Scenario("Ctrl-C twice, 2 GMIs", 2, "launcher:SIGINTx2", 130, told="stopped at once"),
+    Scenario("SIGHUP, 2 GMIs", 2, "launcher:SIGHUP", 129, told="final checkpoint"),
+    Scenario(
+        "Ctrl-C in start-up", 2, "group:SIGINT", 130, when="configs:", told="before the run started"
+    ),
+    Scenario("async actor SIGSTOP", 3, "gmi2:SIGSTOP", 0, extra=ASYNC, told="stopped by a signal"),
+    Scenario("async actor hang", 3, "none", 0, {GMI_FAULT: "2:hang:8"}, ASYNC, "hung, dropped"),
     Scenario("launcher SIGKILL", 2, "launcher:SIGKILL", -9),
 ]
 
@@ -66,6 +74,13 @@ def _segments() -> set[str]:
     folder = "/dev/shm"  # noqa: S108
     names = os.listdir(folder) if os.path.isdir(folder) else []
     return {n for n in names if n.startswith("isaacgymenvs-gmi-")}
+
+
+def _gmi_pids(launcher: int) -> list[int]:
+    """The launcher's GMI processes in GMI order (named ``gmi-<rank>``, forked or spawned)."""
+    kids = {k.name(): k.pid for k in psutil.Process(launcher).children()}
+    names = sorted((n for n in kids if n.startswith("gmi-")), key=lambda n: int(n[4:]))
+    return [kids[n] for n in names]
 
 
 def _loads(path: str | None) -> bool | None:
@@ -91,7 +106,13 @@ def run_scenario(s: Scenario, work: Path) -> dict:
     cmd += [*s.extra, "train.params.config.save_frequency=2", f"train_dir={runs}"]
     env = {**os.environ, "TMPDIR": str(temp), **s.env}
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,  # a process group of its own, as in a terminal
     )
     lines: list[tuple[float, str]] = []
     reader = threading.Thread(
@@ -108,23 +129,27 @@ def run_scenario(s: Scenario, work: Path) -> dict:
             children.update(k.pid for k in kids)
         except psutil.NoSuchProcess:
             break
-        trained = sum(bool(epoch_line.search(ln)) for _, ln in list(lines)) >= 3
-        if acted is None and s.act != "none" and trained:
+        if s.when:
+            ready = any(s.when in ln for _, ln in list(lines))
+        else:
+            ready = sum(bool(epoch_line.search(ln)) for _, ln in list(lines)) >= 3
+        if acted is None and s.act != "none" and ready:
             who, sig = s.act.split(":")
             twice = sig.endswith("x2")
             signum = getattr(signal, sig.removesuffix("x2"))
+            send = os.kill
             if who == "launcher":
                 target = proc.pid
+            elif who == "group":
+                target, send = proc.pid, os.killpg
             else:
-                gmis = sorted(k.pid for k in kids if "spawn_main" in " ".join(k.cmdline()))
-                target = gmis[int(who.removeprefix("gmi"))]
+                target = _gmi_pids(proc.pid)[int(who.removeprefix("gmi"))]
             if twice:  # the second while GMI 0 is stopped, so the first cannot finish the run
-                gmi0 = sorted(k.pid for k in kids if "spawn_main" in " ".join(k.cmdline()))[0]
-                os.kill(gmi0, signal.SIGSTOP)
+                os.kill(_gmi_pids(proc.pid)[0], signal.SIGSTOP)
                 os.kill(target, signum)
                 time.sleep(1.0)
             acted = time.monotonic()
-            os.kill(target, signum)
+            send(target, signum)
         time.sleep(0.1)
     if proc.poll() is None:
         proc.kill()
@@ -157,9 +182,60 @@ def run_scenario(s: Scenario, work: Path) -> dict:
         "live_processes_left": len(alive),
         "segments_left": sorted(_segments() - shm_before),
         "last_checkpoint_loads": _loads(ckpts[-1] if ckpts else None),
+        "tracebacks": sum("Traceback" in ln for _, ln in lines),
+        "leak_warnings": sum("leaked" in ln for _, ln in lines),
         "last_line": lines[-1][1].strip() if lines else "",
     }
     return result
+
+
+PROGRESS = re.compile(r"\[GMI x(\d+)\] epoch (\d+)/\d+ frames ([\d,]+)")
+
+
+def resume_with_other_gmi_count(work: Path) -> dict:
+    """3 GMIs for 5 epochs, then the checkpoint resumed on 2 GMIs to epoch 8: epochs and frames
+    on the progress line, in TensorBoard's ``gmi/*`` steps and in the checkpoint go on from
+    where the first run ended, never back."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
+
+    runs = work / "runs"
+
+    def train(gmis: int, *extra: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "train.py", "task=Cartpole", f"gmi.per_gpu={gmis}", *extra]
+        return subprocess.run(
+            [*cmd, f"train_dir={runs}"], cwd=ROOT, capture_output=True, text=True, timeout=600
+        )
+
+    first = train(3, "max_iterations=5")
+    ckpt = sorted(glob.glob(str(runs / "*" / "nn" / "last_*.pth")), key=os.path.getmtime)[-1]
+    before = read_checkpoint(ckpt)
+    second = train(2, "max_iterations=8", f"checkpoint={ckpt}")
+    rows = [(int(e), int(f.replace(",", ""))) for _, e, f in PROGRESS.findall(second.stdout)]
+    last = sorted(glob.glob(str(runs / "*" / "nn" / "last_*.pth")), key=os.path.getmtime)[-1]
+    after = read_checkpoint(last)
+    summaries = sorted(glob.glob(str(runs / "*" / "summaries")), key=os.path.getmtime)[-1]
+    events = EventAccumulator(summaries, size_guidance={"scalars": 0}).Reload()
+    steps = [e.step for e in events.Scalars("gmi/env_steps_per_s_total")]
+    per_epoch_2 = 2 * 512 * 16  # Cartpole: GMIs x numEnvs x horizon_length
+    monotone = (
+        [e for e, _ in rows] == list(range(before["epoch"] + 1, 9))
+        and all(f > before["frame"] for _, f in rows)
+        and all(b > a for (_, a), (_, b) in zip(rows, rows[1:], strict=False))
+        and all(step > before["frame"] for step in steps)
+        and after["frame"] == before["frame"] + 3 * per_epoch_2
+    )
+    return {
+        "scenario": "resume with another GMI count",
+        "first_run": {"gmis": 3, "exit_code": first.returncode, "epoch": before["epoch"],
+                      "frame": before["frame"]},
+        "second_run": {"gmis": 2, "exit_code": second.returncode, "progress": rows,
+                       "tensorboard_gmi_steps": steps, "checkpoint_epoch": after["epoch"],
+                       "checkpoint_frame": after["frame"]},
+        "monotone": monotone,
+        "exit_code_as_expected": first.returncode == 0 and second.returncode == 0,
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -169,6 +245,11 @@ def main() -> None:
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
     results = []
     with tempfile.TemporaryDirectory(prefix="safety-drill-") as work:
+        resume = None
+        if not args.only or "resume" in args.only:
+            resume = resume_with_other_gmi_count(Path(work) / "resume")
+            print(f"resume 3 -> 2 GMIs: progress {resume['second_run']['progress']}  "
+                  f"monotone: {resume['monotone']}", flush=True)  # fmt: skip
         for i, s in enumerate(chosen):
             r = run_scenario(s, Path(work) / str(i))
             results.append(r)
@@ -188,15 +269,20 @@ def main() -> None:
         and not r["live_processes_left"]
         and not r["segments_left"]
         and not r["left_in_temp_after_next_run_started"]
+        and not r["leak_warnings"]
+        and not (r["tracebacks"] and r["act"].startswith(("launcher", "group")))
     ]
-    print(f"{len(clean)}/{len(results)} scenarios ended as expected with nothing left behind")
+    total = len(results) + (resume is not None)
+    count = len(clean) + bool(resume and resume["monotone"] and resume["exit_code_as_expected"])
+    print(f"{count}/{total} scenarios ended as expected with nothing left behind")
     write_result(
         "safety_drill",
         {
             "command": "python bench/safety_drill.py",
             "scenarios": results,
-            "clean": len(clean),
-            "total": len(results),
+            "resume": resume,
+            "clean": count,
+            "total": total,
         },
     )
 

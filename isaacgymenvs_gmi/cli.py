@@ -22,6 +22,9 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``argv`` (default: ``sys.argv[1:]``) as ``train.py`` would; exits with its code."""
+    from isaacgymenvs_gmi.gmi.stop import STARTUP
+
+    STARTUP.install()  # from here a Ctrl-C is recorded, never a traceback wherever it lands
     import hydra
 
     from isaacgymenvs_gmi import startup_clock
@@ -89,7 +92,7 @@ def _train(cfg) -> None:
     from isaacgymenvs_gmi.config import ConfigError
     from isaacgymenvs_gmi.console import closing_line, launcher_rank
     from isaacgymenvs_gmi.gmi.spawn import GmiFailure, GmiInterrupted
-    from isaacgymenvs_gmi.gmi.stop import StopNow, exit_code
+    from isaacgymenvs_gmi.gmi.stop import STARTUP, StopNow, exit_code
     from isaacgymenvs_gmi.planner import NoRunnableCandidate
     from isaacgymenvs_gmi.sim.model import AssetNotFoundError
 
@@ -109,6 +112,7 @@ def _train(cfg) -> None:
     except KeyboardInterrupt:
         print("stopped by SIGINT", file=sys.stderr)
         sys.exit(130)
+    STARTUP.run_ended()
     if result is None:
         return
     if not cfg.get("test", False) and launcher_rank() == 0:  # under torchrun rank 0 says it

@@ -37,7 +37,8 @@ from isaacgymenvs_gmi.config.upstream_switches import not_applied
 from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.console import quiet_console
-from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
+from isaacgymenvs_gmi.gmi.spawn import GmiInterrupted, spawn_gmis
+from isaacgymenvs_gmi.gmi.stop import STARTUP, signal_name
 from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
 from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 from isaacgymenvs_gmi.placement.gpu_sharing import NodeLayout, layout_for, node_layout
@@ -333,6 +334,7 @@ def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
     ):
         log.info(line)
     mode = mode_of(plan)
+    _stop_if_asked()
     if plan.under_torchrun:
         return gmi_main(plan, mode.body)
     if plan.world_size == 1 or mode.in_one_process(plan):
@@ -340,6 +342,13 @@ def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
     total = plan.num_envs * plan.world_size
     log.info("%d envs per GMI x %d GMIs = %d envs", plan.num_envs, plan.world_size, total)
     return spawn_gmis(plan, mode.body)
+
+
+def _stop_if_asked() -> None:
+    """A stop signal while the run was being planned: it does not start."""
+    signum = STARTUP.signum
+    if signum is not None:
+        raise GmiInterrupted(signum, f"stopped by {signal_name(signum)} before the run started")
 
 
 __all__ = ["RunPlan", "RunResult", "plan_run", "run"]

@@ -32,6 +32,7 @@ from .mps import mps_daemon_for
 from .rendezvous import make_rendezvous
 from .scratch import private_temp_dir
 from .start_method import start_method
+from .stop import signals_to_catch, stop_signals_held
 from .supervise import GmiFailure, GmiInterrupted, LauncherSignals, Survivable, supervise
 from .worker import SpawnedLaunch, loopback_sockets, spawned_gmi_main
 
@@ -95,6 +96,7 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
                 secret=secrets.token_bytes(32),
                 scratch_root=scratch_root,
                 environ=gmi_environment(scratch_root),
+                stop_signals=tuple(signals_to_catch()),
             )
             if method == "fork":
                 resource_tracker.ensure_running()  # the GMIs share the launcher's
@@ -106,7 +108,8 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
                     args=(plan, body, rank, launch, send),
                     name=f"gmi-{rank}",
                 )
-                process.start()
+                with stop_signals_held():  # until the GMI has its own handlers
+                    process.start()
                 send.close()  # the GMI holds the only writing end: EOF when it dies
                 processes.append(GmiProcess(rank, process, receive))
             survivable = Survivable(frozenset(plan.expendable), plan.min_expendable)

@@ -9,14 +9,21 @@ with ``128 + signal`` (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
 A second signal stops at once: the launcher of spawned GMIs kills them (their own handlers never
 exit, because a Ctrl-C in a terminal reaches every process of the group); a run in one process
 raises :class:`StopNow` from the handler.
+
+Before any of that, from the first line of the command (imports, config, checks), the launcher's
+:data:`STARTUP` records a stop signal instead of letting it raise wherever the interpreter is: the
+run is then not started, and a second signal leaves at once (nothing is running yet). GMIs are
+started with the stop signals blocked and unblock them once their own handler is in place, so a
+Ctrl-C during a GMI's start-up is never a traceback either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -53,22 +60,88 @@ def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
+class StartupStop:
+    """Stop signals while the launcher starts: the first is recorded (:attr:`signum`) and said,
+    a second exits at once with the signal's code; after :meth:`run_ended`, they are ignored."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def install(self) -> StartupStop:
+        for sig in signals_to_catch():
+            signal.signal(sig, self._handle)
+        return self
+
+    def run_ended(self) -> None:
+        """The run ended on its own: stop signals are ignored from now to the process's exit
+        (:func:`ignore_stop_signals`)."""
+        ignore_stop_signals()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+            line = f"{signal_name(signum)}: not starting the run (again: at once)"
+        else:
+            line = f"stopped at once by {signal_name(signum)}"
+        os.write(sys.stderr.fileno(), (line + "\n").encode())
+        if line.startswith("stopped"):
+            os._exit(exit_code(signum))
+
+
+STARTUP = StartupStop()  # installed by the command line; adopted by the run's own handlers
+
+
+@contextlib.contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Hold the stop signals back meanwhile: here they are blocked (and delivered when this
+    ends); a process started meanwhile starts with them ignored (a spawned one: exec resets
+    handlers but keeps an ignored signal ignored) and blocked (a forked one), until its own
+    handlers are in place (:meth:`StopRequest.install`, then :func:`unblock_stop_signals`).
+    A signal it missed meanwhile is forwarded again by its launcher."""
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals_to_catch()}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+
+
+def ignore_stop_signals() -> None:
+    """Ignore stop signals from now to this process's exit: its work is done and reported, and
+    the interpreter's shutdown would otherwise put their default action back and die of a
+    late Ctrl-C."""
+    for sig in signals_to_catch():
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def unblock_stop_signals() -> None:
+    """Let held-back stop signals through (to the handlers now installed)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 class StopRequest:
     """Records the first stop signal this process receives.
 
     ``second_stops_now``: a further signal raises :class:`StopNow` (a run in one process, which
     also says on stderr that it is stopping); otherwise further signals are ignored (a spawned
-    GMI: its launcher decides and speaks).
+    GMI: its launcher decides and speaks). ``signals``: the ones to take over (a spawned GMI
+    takes its launcher's list: it starts with them all ignored, see :func:`stop_signals_held`).
     """
 
-    def __init__(self, *, second_stops_now: bool):
+    def __init__(self, *, second_stops_now: bool, signals: Sequence[signal.Signals] | None = None):
         self.signum: int | None = None
         self.second_stops_now = second_stops_now
+        self.signals = signals  # default: signals_to_catch() when installed
         self._previous: dict[int, object] = {}
 
     def install(self) -> StopRequest:
-        for sig in signals_to_catch():
+        """Take the stop signals over (one the launcher received while starting counts as the
+        first)."""
+        for sig in signals_to_catch() if self.signals is None else self.signals:
             self._previous[sig] = signal.signal(sig, self._handle)
+        self.signum = self.signum or STARTUP.signum
         return self
 
     def restore(self) -> None:

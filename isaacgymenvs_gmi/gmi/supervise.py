@@ -22,10 +22,11 @@ from types import FrameType
 from typing import Any
 
 from .gmi_process import GmiProcess, causes_first, failure_text
-from .stop import announce_stop, signal_name, signals_to_catch
+from .stop import STARTUP, announce_stop, signal_name, signals_to_catch
 
 log = logging.getLogger(__name__)
 POLL_S = 0.2
+FORWARD_AGAIN_S = 1.0
 
 
 class GmiFailure(RuntimeError):
@@ -60,6 +61,7 @@ class LauncherSignals:
     def __enter__(self) -> LauncherSignals:
         for sig in signals_to_catch():
             self._previous[sig] = signal.signal(sig, self._handle)
+        self.signum = self.signum or STARTUP.signum  # one that came while the launcher started
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -95,7 +97,7 @@ def supervise(
         GmiFailure: a GMI failed (after the others were stopped).
         GmiInterrupted: a second stop signal, or a GMI that ended because of the first.
     """
-    forwarded: set[int] = set()
+    forwarded: dict[int, float] = {}  # GMI -> when the stop signal was last sent to it
     lost: set[int] = set()
     too_few: str | None = None
     finished_at: float | None = None  # when every GMI but survivable ones had exited cleanly
@@ -174,10 +176,15 @@ def _kill_stalled(gmis: list[GmiProcess], now: float, stall_s: float) -> None:
             gmi.kill(f"stopped by a signal (SIGSTOP or a debugger) for {stall_s:g} s")
 
 
-def _forward(gmis: list[GmiProcess], signum: int, forwarded: set[int]) -> None:
+def _forward(gmis: list[GmiProcess], signum: int, forwarded: dict[int, float]) -> None:
+    """Send ``signum`` to every live GMI that has not reported, again every
+    :data:`FORWARD_AGAIN_S`: one still starting ignores it until its handlers are in place
+    (:func:`~.stop.stop_signals_held`); a GMI takes only the first."""
+    now = time.monotonic()
     for gmi in gmis:
-        if gmi.rank not in forwarded and gmi.alive:
-            forwarded.add(gmi.rank)
+        last = forwarded.get(gmi.rank)
+        if gmi.alive and gmi.message is None and (last is None or now - last >= FORWARD_AGAIN_S):
+            forwarded[gmi.rank] = now
             with contextlib.suppress(ProcessLookupError):
                 os.kill(gmi.process.pid, signum)
 

@@ -31,7 +31,7 @@ from .context import Body, GmiContext
 from .faults import epoch_hook
 from .rendezvous import open_rendezvous
 from .scratch import private_temp_dir
-from .stop import StopRequest
+from .stop import StopRequest, ignore_stop_signals, unblock_stop_signals
 
 log = logging.getLogger(__name__)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -50,6 +50,8 @@ class SpawnedLaunch:
         scratch_root: the run's private temp folder, removed by the launcher whatever happens;
             each GMI's scratch folder and temp files go inside it.
         environ: variables every GMI sets first (socket interfaces, ``TMPDIR``).
+        stop_signals: the stop signals the launcher catches (SIGHUP only where it is not
+            ignored); the GMI starts with them ignored, so it cannot tell by itself.
     """
 
     world_size: int
@@ -57,6 +59,7 @@ class SpawnedLaunch:
     secret: bytes
     scratch_root: str
     environ: dict[str, str]
+    stop_signals: tuple[int, ...] = ()
 
 
 def loopback_sockets() -> dict[str, str]:
@@ -111,7 +114,8 @@ def spawned_gmi_main(
     """Process entry of GMI ``rank`` spawned by :func:`.spawn.spawn_gmis`; sends
     ``("ok", result)`` (GMI 0's result, None elsewhere) or ``("error", line, traceback)`` on
     ``results`` and exits 0 or 1."""
-    stop = StopRequest(second_stops_now=False).install()  # first: Ctrl-C may come any time
+    stop = StopRequest(second_stops_now=False, signals=launch.stop_signals).install()
+    unblock_stop_signals()  # held back since the launcher started this process
     _die_with_parent()
     name_process(f"gmi-{rank}")
     _leave_the_launchers_logs()
@@ -131,8 +135,10 @@ def spawned_gmi_main(
         line = f"{type(err).__name__}: {err}".strip().splitlines()
         results.send(("error", line[-1] if line else type(err).__name__, traceback.format_exc()))
         results.close()
+        ignore_stop_signals()
         sys.exit(1)
     results.close()
+    ignore_stop_signals()  # reported: a late Ctrl-C must not kill the interpreter's shutdown
 
 
 def _leave_the_launchers_logs() -> None:

@@ -23,7 +23,12 @@ class LaunchedRun:
     (empty at start, so a test can check that the run leaves nothing in it)."""
 
     def __init__(
-        self, tmp_path: Path, *args: str, env: dict | None = None, temp: Path | None = None
+        self,
+        tmp_path: Path,
+        *args: str,
+        env: dict | None = None,
+        temp: Path | None = None,
+        own_group: bool = False,
     ):
         self.runs, self.temp = tmp_path / "runs", temp or tmp_path / "temp"
         self.temp.mkdir(parents=True, exist_ok=temp is not None)
@@ -35,6 +40,7 @@ class LaunchedRun:
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "TMPDIR": str(self.temp), **(env or {})},
+            start_new_session=own_group,  # a process group of its own, as in a terminal
         )
         self.seen_gmis: set[int] = set()
         self._readers = [
@@ -68,6 +74,11 @@ class LaunchedRun:
                 raise AssertionError(f"run ended before {needle!r}:\n{self.text('err')[-3000:]}")
             time.sleep(0.1)
         raise AssertionError(f"no {needle!r} within {timeout} s:\n{self.text('err')[-3000:]}")
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the run's whole process group, as a terminal's Ctrl-C does (needs
+        ``own_group=True``)."""
+        os.killpg(self.proc.pid, sig)
 
     def gmi_pids(self) -> list[int]:
         """The launcher's GMI processes (its children named ``gmi-<rank>``, in GMI order); every

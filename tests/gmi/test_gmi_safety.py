@@ -120,6 +120,36 @@ def test_a_stop_signal_ends_the_run_at_an_epoch_with_a_checkpoint_that_plays(
     assert play.returncode == 0 and "mean episode reward" in play.stdout, play.stderr[-2000:]
 
 
+@pytest.mark.parametrize(
+    ("start", "moment"),
+    [
+        ("auto", "configs:"),  # the launcher's imports and checks
+        ("auto", "launching 2 GMIs"),  # GMIs being forked
+        ("spawn", "launching 2 GMIs"),  # GMIs importing everything anew
+        ("auto", "epoch 3/3"),  # just after the last epoch
+    ],
+)
+def test_ctrl_c_at_any_moment_ends_cleanly_without_a_traceback(tmp_path, start, moment):
+    """A terminal's Ctrl-C (SIGINT to every process of the group) never prints a traceback or
+    leaves anything behind, whenever it lands: before the run starts it does not start (130),
+    during it the run stops at an epoch (130), after it the run has ended on its own (0)."""
+    run = LaunchedRun(
+        tmp_path, "task=Cartpole", "gmi.per_gpu=2", "max_iterations=3", f"gmi.start={start}",
+        own_group=True,
+    )  # fmt: skip
+    run.wait_for(moment, timeout=240)
+    run.signal_group(signal.SIGINT)
+    code = run.finish(timeout=120)
+    text = run.text("out") + run.text("err")
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+    last = run.text("err").strip().splitlines()[-1]
+    if moment == "configs:":
+        assert code == 130 and last.startswith("stopped by SIGINT before the run started"), last
+    else:
+        assert code in (0, 130) and "final checkpoint: " in last, last
+    assert run.leftovers() == []
+
+
 def test_a_second_ctrl_c_stops_at_once_without_orphans(tmp_path):
     run = LaunchedRun(tmp_path, "task=Cartpole", "gmi.per_gpu=2", "max_iterations=100000")
     run.wait_for("[GMI x2] epoch 2/", timeout=240)
