@@ -18,8 +18,9 @@ from datetime import timedelta
 _FIRST_POLL_S, _LAST_POLL_S = 0.001, 0.02  # a missing key is looked for again, ever less often
 
 
-class FolderStoreTimeout(TimeoutError):
-    """A key did not appear in the store within its timeout."""
+class FolderStoreTimeout(RuntimeError):
+    """A key did not appear in the store within its timeout (a RuntimeError, as torch's store
+    errors are)."""
 
 
 class FolderStore:

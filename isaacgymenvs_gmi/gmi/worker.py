@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import traceback
 from dataclasses import dataclass
 from datetime import timedelta
@@ -59,7 +60,7 @@ class SpawnedLaunch:
     secret: bytes
     scratch_root: str
     environ: dict[str, str]
-    stop_signals: tuple[int, ...] = ()
+    stop_signals: tuple[int, ...]
 
 
 def loopback_sockets() -> dict[str, str]:
@@ -135,10 +136,18 @@ def spawned_gmi_main(
         line = f"{type(err).__name__}: {err}".strip().splitlines()
         results.send(("error", line[-1] if line else type(err).__name__, traceback.format_exc()))
         results.close()
-        ignore_stop_signals()
+        _reported()
         sys.exit(1)
     results.close()
-    ignore_stop_signals()  # reported: a late Ctrl-C must not kill the interpreter's shutdown
+    _reported()
+
+
+def _reported() -> None:
+    """This GMI has told its launcher how it ended; only the interpreter's shutdown is left.
+    A late Ctrl-C must not kill it, and library threads that die as it closes their queues
+    (tensorboardX's writer: "handle is closed") must not print tracebacks after the report."""
+    ignore_stop_signals()
+    threading.excepthook = lambda args: None
 
 
 def _leave_the_launchers_logs() -> None:
