@@ -59,6 +59,21 @@ BAD_INPUTS = [
     (["task=Ant", "train.params.config.entropy_coef=-1"], "train.params.config.entropy_coef"),
     (["task=Ant", "train.params.config.critic_coef=abc"], "train.params.config.critic_coef"),
     (["task=Ant", "train.params.config.grad_norm=-1"], "train.params.config.grad_norm"),
+    (["task=Ant", "+train.params.config.games_to_track=0"], "train.params.config.games_to_track"),
+    (["task=Ant", "+train.params.config.seq_length=abc"], "train.params.config.seq_length"),
+    (["task=Ant", "train.params.config.schedule_type=std"], "train.params.config.schedule_type"),
+    (
+        ["task=Ant", "+train.params.config.bound_loss_type=clip"],
+        "train.params.config.bound_loss_type",
+    ),
+    (
+        ["task=Ant", "+train.params.config.adv_rms_momentum=2"],
+        "train.params.config.adv_rms_momentum",
+    ),
+    (
+        ["task=Ant", "+train.params.config.epochs_between_resets=-1"],
+        "train.params.config.epochs_between_resets",
+    ),
     (["task=Ant", "train.params.config.kl_threshold=-1"], "train.params.config.kl_threshold"),
     (["task=Ant", "train.params.config.lr_schedule=foo"], "train.params.config.lr_schedule"),
     (["task=Ant", "train.params.config.save_frequency=abc"], "train.params.config.save_frequency"),

@@ -13,6 +13,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
+from ._values import check_int
 from .errors import ConfigError, one_of
 
 _PREFIX = "train.params.config"
@@ -31,6 +32,11 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, bool]] = {
     "bounds_loss_coef": (0.0, None, True, True),
     "weight_decay": (0.0, None, True, True),
 }
+# Counts rl-games reads with config.get and uses as sizes or periods (its defaults otherwise).
+_COUNTS = {"games_to_track": 1, "seq_length": 1, "bptt_length": 1, "epochs_between_resets": 0}
+# Names it compares with == and silently ignores when they match none (schedule_type: the
+# adaptive learning rate's update; bound_loss_type: the bounds loss).
+_CHOICES = {"schedule_type": ("legacy", "standard"), "bound_loss_type": ("bound", "regularisation")}
 _OPTIONAL = {"bounds_loss_coef", "weight_decay", "kl_threshold", "grad_norm", "entropy_coef"}
 
 
@@ -97,3 +103,13 @@ def validate_ppo_values(train_params: Mapping[str, Any], *, max_epochs_key: str)
             raise ConfigError(f"{_PREFIX}.{name}", value, "must be an integer >= 0")
     if "score_to_win" in config and not _is_number(config["score_to_win"]):
         raise ConfigError(f"{_PREFIX}.score_to_win", config["score_to_win"], "must be a number")
+    for name, minimum in _COUNTS.items():
+        if config.get(name) is not None:
+            check_int(f"{_PREFIX}.{name}", config[name], minimum=minimum)
+    for name, allowed in _CHOICES.items():
+        if name in config and config[name] not in allowed:
+            raise ConfigError(f"{_PREFIX}.{name}", config[name], one_of(allowed))
+    if config.get("adv_rms_momentum") is not None:
+        check_number(
+            f"{_PREFIX}.adv_rms_momentum", config["adv_rms_momentum"], (0.0, 1.0, False, True)
+        )

@@ -142,8 +142,8 @@ def supervise(
             _report(causes_first(failed)[0])
             _teardown(gmis, grace_s)
             return _raise_failure(gmis, signals)
-        others = [g for g in gmis if g.rank not in survivable.ranks]
-        if finished_at is None and all(g.process.exitcode == 0 for g in others):
+        others = [g for g in gmis if g.rank not in survivable.ranks]  # none: all may end late
+        if finished_at is None and others and all(g.process.exitcode == 0 for g in others):
             finished_at = now
         lingering = [g for g in gmis if g.rank not in lost and g.alive]
         if finished_at is not None and lingering and now - finished_at > stall_s:

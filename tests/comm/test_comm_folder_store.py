@@ -54,6 +54,35 @@ def test_rewriting_a_key_keeps_one_file_and_no_scratch(tmp_path):
     assert len(os.listdir(tmp_path)) == 1  # no growth, no temporary file left
 
 
+def test_a_value_that_outgrows_its_file_moves_to_a_larger_one(tmp_path):
+    store, reader = FolderStore(str(tmp_path)), FolderStore(str(tmp_path))
+    store.set("k", "short")
+    store.set("k", "x" * 10_000)
+    assert reader.get("k") == b"x" * 10_000
+    store.set("k", "short again")  # in place in the larger file
+    assert reader.get("k") == b"short again" and len(os.listdir(tmp_path)) == 1
+
+
+def _rewrite(path: str, rounds: int) -> None:
+    store = FolderStore(path)
+    for n in range(rounds):
+        store.set("gmi/progress/0", f"{n} {'grads' * (n % 7)}")
+
+
+def test_a_reader_never_sees_half_a_rewrite(tmp_path):
+    """A writer rewrites a record in place as fast as it can; every read is one whole value."""
+    FolderStore(str(tmp_path)).set("gmi/progress/0", "0 ")
+    writer = mp.get_context("spawn").Process(target=_rewrite, args=(str(tmp_path), 100_000))
+    writer.start()
+    reader, seen = FolderStore(str(tmp_path)), set()
+    while writer.is_alive():
+        count, what = reader.get("gmi/progress/0").decode().split(" ", 1)
+        assert what == "grads" * (int(count) % 7)
+        seen.add(count)
+    writer.join(60)
+    assert len(seen) > 10  # it did read while the writer wrote
+
+
 def test_the_rendezvous_is_private_and_signed(tmp_path):
     folder = make_rendezvous(str(tmp_path))
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
