@@ -198,6 +198,10 @@ def test_frames_after_resume_are_the_runs_total(tmp_path, after):
     resumed = read_checkpoint(second.checkpoints()[-1])
     assert resumed["epoch"] == 6
     assert resumed["frame"] == (4 * 2 + 2 * after) * per_gmi_epoch
+    # the progress line goes on from the checkpoint, never back, whatever the GMI count
+    shown = re.findall(r"epoch (\d+)/6 frames ([\d,]+)", second.text("out"))
+    frames = [(int(e), int(f.replace(",", ""))) for e, f in shown]
+    assert frames == [(e, (8 + (e - 4) * after) * per_gmi_epoch) for e in (5, 6)], frames
 
 
 @pytest.mark.parametrize(
