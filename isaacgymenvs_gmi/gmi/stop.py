@@ -13,8 +13,8 @@ raises :class:`StopNow` from the handler.
 Before any of that, from the first line of the command (imports, config, checks), the launcher's
 :data:`STARTUP` records a stop signal instead of letting it raise wherever the interpreter is: the
 run is then not started, and a second signal leaves at once (nothing is running yet). GMIs are
-started with the stop signals blocked and unblock them once their own handler is in place, so a
-Ctrl-C during a GMI's start-up is never a traceback either.
+started with the stop signals held back (:func:`stop_signals_held`) and take them once their own
+handler is in place, so a Ctrl-C during a GMI's start-up is never a traceback either.
 """
 
 from __future__ import annotations
@@ -78,14 +78,13 @@ class StartupStop:
         ignore_stop_signals()
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
-            line = f"{signal_name(signum)}: not starting the run (again: at once)"
-        else:
-            line = f"stopped at once by {signal_name(signum)}"
-        os.write(sys.stderr.fileno(), (line + "\n").encode())
-        if line.startswith("stopped"):
-            os._exit(exit_code(signum))
+        if self.signum is not None:
+            os.write(sys.stderr.fileno(), f"stopped at once by {signal_name(signum)}\n".encode())
+            os._exit(exit_code(signum))  # nothing has started that needs cleaning up
+        self.signum = signum
+        os.write(
+            sys.stderr.fileno(), f"{signal_name(signum)}: stopping (again: at once)\n".encode()
+        )
 
 
 STARTUP = StartupStop()  # installed by the command line; adopted by the run's own handlers

@@ -90,8 +90,9 @@ def supervise(
     and the run goes on; below ``survivable.min_alive`` the others are asked to stop
     gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`. Every wait is
     bounded by ``stall_s`` (``gmi.timeout_s``): a GMI stopped by a signal (SIGSTOP) that long
-    is killed, and counts as failed (survivable ones are dropped like dead ones); survivable
-    GMIs still running that long after the others finished are killed and named.
+    (twice that for one that is not survivable) is killed and counts as failed (survivable ones
+    are dropped like dead ones); survivable GMIs still running that long after the others
+    finished are killed and named.
 
     Raises:
         GmiFailure: a GMI failed (after the others were stopped).
@@ -112,7 +113,7 @@ def supervise(
         waiting = [g.results for g in gmis if g.message is None and g.pipe_open]
         wait(waiting + [g.process.sentinel for g in gmis if g.alive], timeout=POLL_S)
         now = time.monotonic()
-        _kill_stalled(gmis, now, stall_s)
+        _kill_stalled(gmis, now, stall_s, survivable.ranks)
         for gmi in gmis:
             gmi.read()
             if gmi.failed and gmi.failed_at is None:
@@ -163,17 +164,23 @@ def supervise(
             return first[1]
 
 
-def _kill_stalled(gmis: list[GmiProcess], now: float, stall_s: float) -> None:
-    """Kill GMIs stopped by a signal (state T) for ``stall_s``: they cannot go on or exit."""
+def _kill_stalled(
+    gmis: list[GmiProcess], now: float, stall_s: float, survivable: frozenset[int]
+) -> None:
+    """Kill GMIs stopped by a signal (state T) too long: they cannot go on or exit. A
+    survivable one after ``stall_s`` (nothing waits for it in a collective); any other after
+    twice that, so that its peers, whose collectives time out after ``stall_s``, name it first
+    where they can."""
     for gmi in gmis:
         if not gmi.alive:
             continue
+        limit = stall_s if gmi.rank in survivable else 2 * stall_s
         if not gmi.stopped:
             gmi.stopped_since = None
         elif gmi.stopped_since is None:
             gmi.stopped_since = now
-        elif now - gmi.stopped_since >= stall_s:
-            gmi.kill(f"stopped by a signal (SIGSTOP or a debugger) for {stall_s:g} s")
+        elif now - gmi.stopped_since >= limit:
+            gmi.kill(f"stopped by a signal (SIGSTOP or a debugger) for {limit:g} s")
 
 
 def _forward(gmis: list[GmiProcess], signum: int, forwarded: dict[int, float]) -> None:
