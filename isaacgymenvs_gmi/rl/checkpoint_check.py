@@ -125,7 +125,7 @@ def _is_number(value: Any) -> bool:
 
     if isinstance(value, torch.Tensor):  # a one-element tensor of reals
         return value.numel() == 1 and not value.dtype.is_complex and value.dtype != torch.bool
-    real = isinstance(value, numbers.Real) or isinstance(value, np.number) and np.isrealobj(value)
+    real = isinstance(value, numbers.Real) or (isinstance(value, np.number) and np.isrealobj(value))
     return real and not isinstance(value, bool | np.bool_)
 
 
