@@ -120,13 +120,11 @@ def _optimizer_problem(found: Any, key: str) -> str | None:
 def _is_number(value: Any) -> bool:
     import numbers
 
-    import numpy as np
     import torch
 
     if isinstance(value, torch.Tensor):  # a one-element tensor of reals
         return value.numel() == 1 and not value.dtype.is_complex and value.dtype != torch.bool
-    real = isinstance(value, numbers.Real) or (isinstance(value, np.number) and np.isrealobj(value))
-    return real and not isinstance(value, bool | np.bool_)
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)  # numpy's reals too
 
 
 def _misfit(
