@@ -45,6 +45,7 @@ NOISE = tuple(
         r"^\{'observation_space': ",  # the env_info dict the player prints
         r"^-?\d+(\.\d+)?(e[-+]?\d+)?$",  # the player's bare sum of rewards
         r"^av reward: ",  # the player's average, which our own summary line repeats
+        r"^Exact experiment name requested from command line: ",
     )
 )
 # library warnings worth reading, but once per run: GMI 0 says them, the other GMIs do not

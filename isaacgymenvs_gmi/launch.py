@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -27,6 +27,7 @@ from isaacgymenvs_gmi.config import (
     resolve_sim_settings,
     validate_train_config,
 )
+from isaacgymenvs_gmi.config.pbt import requested_mode
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_gmi_seeds, check_run_inputs
@@ -80,6 +81,7 @@ def plan_run(
     task = _task_of(cfg)
     check_run_inputs(cfg)
     gmi = GmiConfig.from_cfg(cfg.get("gmi"))
+    gmi = replace(gmi, mode=requested_mode(cfg, gmi.mode))  # pbt.enabled=True: gmi.mode=pbt
     num_envs = task.config["env"]["numEnvs"]
     train_params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
     train = TrainSettings.from_cfg(cfg)
@@ -93,7 +95,9 @@ def plan_run(
     layout, backend = place.layout, place.node.backend
     _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
     _check_training(cfg, mode, num_envs, train_params)
-    terms = mode.check(ModeFacts(gmi, layout, train_params, num_envs, train, backend, cuda))
+    settings = mode.settings(cfg)
+    facts = ModeFacts(gmi, layout, train_params, num_envs, train, backend, cuda, settings)
+    terms = mode.check(facts)
     video = _video_settings(cfg, mode, task.foreign)
     wandb = WandbSettings.from_cfg(cfg)
     _check_checkpoint(cfg, task.config, train_params, footprint, resumes=mode.trains)
@@ -124,11 +128,14 @@ def plan_run(
         serve=ServeSettings.from_cfg(cfg),
         expendable=terms.expendable,
         min_expendable=terms.min_alive,
+        expendable_what=terms.expendable_what,
+        min_alive_key=terms.min_alive_key,
         pinned=terms.pinned,
         task_modules=task_modules,
         wandb=wandb,
         run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,
         video=video,
+        mode_settings=settings,
     )
 
 

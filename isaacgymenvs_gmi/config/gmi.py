@@ -18,7 +18,7 @@ from .errors import ConfigError
 from .plan import PlanSettings, is_auto
 
 GmiBackend = Literal["auto", "mps", "mig", "direct", "cpu"]
-GmiMode = Literal["sync", "async", "serve"]
+GmiMode = Literal["sync", "async", "serve", "pbt"]
 GmiComm = Literal["auto", "mpr", "mrr", "har"]
 GmiIntraDevice = Literal["auto", "shm", "ipc", "gloo"]
 GmiChannels = Literal["multi", "uni"]
@@ -46,7 +46,9 @@ class GmiConfig:
             a single CPU device; an integer G there splits the CPU cores into G devices).
         backend: how a GPU is shared: MPS clients, MIG instances, plain sharing ("direct"),
             CPU core sets, or "auto" to let the runtime choose.
-        mode: "sync" (synchronous PPO, holistic GMIs), "async" (A3C) or "serve".
+        mode: "sync" (synchronous PPO, holistic GMIs), "async" (A3C), "serve", or "pbt"
+            (population-based training: each GMI trains its own policy, ``pbt.*``;
+            ``pbt.enabled=True`` selects it, see :func:`.pbt.requested_mode`).
         comm: gradient reduction across GMIs, or "auto" to choose from the layout.
         intra_device: how the GMIs of one device exchange gradients: a host shared-memory
             segment ("shm"; host-staged on a GPU), a device buffer shared through CUDA IPC

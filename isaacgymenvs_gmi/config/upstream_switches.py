@@ -7,8 +7,9 @@ named once as not applied with what to do instead. None is dropped silently.
 - ``headless=False``: there is no viewer window here; named, with ``capture_video`` to watch;
 - ``multi_gpu``: GMIs split the run either way; named with what runs instead when it is True
   without torchrun (and when it is False under torchrun);
-- ``pbt.enabled=True``: refused until population-based training exists; with PBT off, any other
-  ``pbt.*`` setting a config carries is named as not applied.
+- ``pbt.*``: ``pbt.enabled=True`` trains a population as ``gmi.mode=pbt`` (its settings are
+  checked by :class:`.pbt.PbtSettings`), refused together with async or serve mode; with PBT
+  off, any other ``pbt.*`` setting a config carries is named as not applied.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._values import select
-from .errors import ConfigError
 from .ignored import TOP_LEVEL_KEYS as ISAAC_GYM_ONLY
+from .pbt import pbt_enabled, requested_mode
 
 HONOURED = (
     "task_name",
@@ -58,15 +59,10 @@ def upstream_key_handling(key: str) -> str:
 
 
 def refuse_unsupported(cfg: Any) -> None:
-    """Raise :class:`ConfigError` for a switch asking for what this version cannot do."""
-    enabled = select(cfg, "pbt.enabled", False)
-    if enabled not in (False, None):
-        raise ConfigError(
-            "pbt.enabled",
-            enabled,
-            "population-based training is not available in this version; set "
-            "pbt.enabled=False (pbt=no_pbt) to train one policy",
-        )
+    """Raise :class:`ConfigError` for a switch asking for what this version cannot do:
+    ``pbt.enabled=True`` with a mode other than sync or pbt (and ``gmi.mode=pbt`` without
+    it)."""
+    requested_mode(cfg, str(select(cfg, "gmi.mode", "sync")))
 
 
 def not_applied(cfg: Any, *, under_torchrun: bool, gmis: int, devices: int) -> list[str]:
@@ -90,9 +86,9 @@ def not_applied(cfg: Any, *, under_torchrun: bool, gmis: int, devices: int) -> l
         lines.append(
             f"multi_gpu=False under torchrun: the ranks still train one policy together, as {split}"
         )
-    pbt = select(cfg, "pbt", None) or {}
+    pbt = {} if pbt_enabled(cfg) else select(cfg, "pbt", None) or {}
     extra = sorted(k for k in pbt if k not in PBT_OFF_KEYS)
-    if select(cfg, "pbt.policy_idx", 0) not in (0, None):
+    if pbt and select(cfg, "pbt.policy_idx", 0) not in (0, None):
         extra.insert(0, "policy_idx")
     if extra:
         lines.append(

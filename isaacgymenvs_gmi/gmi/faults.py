@@ -52,8 +52,12 @@ def epoch_hook(rank: int, environ: Mapping[str, str] = os.environ) -> EpochHook:
     if fault is None or fault.gmi != rank:
         return no_fault
 
+    fired = False  # once per process: a body that restarts its learner passes epochs again
+
     def before_epoch(epoch: int) -> None:
-        if epoch == fault.epoch:
+        nonlocal fired
+        if epoch == fault.epoch and not fired:
+            fired = True
             log.warning("GMI %d: injected %s at epoch %d", rank, fault.kind, epoch)
             if fault.kind == "crash":
                 raise RuntimeError(f"injected crash in GMI {rank}")

@@ -112,7 +112,12 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
                     process.start()
                 send.close()  # the GMI holds the only writing end: EOF when it dies
                 processes.append(GmiProcess(rank, process, receive))
-            survivable = Survivable(frozenset(plan.expendable), plan.min_expendable)
+            survivable = Survivable(
+                frozenset(plan.expendable),
+                plan.min_expendable,
+                plan.expendable_what,
+                plan.min_alive_key,
+            )
             return supervise(
                 processes, signals, TEARDOWN_GRACE_S, survivable, stall_s=plan.gmi.timeout_s
             )

@@ -71,12 +71,14 @@ class LauncherSignals:
 
 @dataclass(frozen=True)
 class Survivable:
-    """GMIs whose failure the run survives (async actors: nothing waits on them in a
-    collective), as long as at least ``min_alive`` of them are alive."""
+    """GMIs whose failure the run survives (async actors, PBT members: nothing waits on them
+    in a collective), as long as at least ``min_alive`` of them are alive (``min_alive_key``:
+    the setting that asks for it)."""
 
     ranks: frozenset[int] = frozenset()
     min_alive: int = 0
     what: str = "actor"
+    min_alive_key: str = "gmi.async.min_actors"
 
 
 def supervise(
@@ -86,7 +88,8 @@ def supervise(
     survivable: Survivable = Survivable(),
     stall_s: float = 30.0,
 ) -> Any:
-    """Wait for every GMI; return GMI 0's result. A failed GMI in ``survivable`` is reported
+    """Wait for every GMI; return the result of GMI 0 (of the first GMI still alive, where
+    GMI 0 is survivable and was lost). A failed GMI in ``survivable`` is reported
     and the run goes on; below ``survivable.min_alive`` the others are asked to stop
     gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`. Every wait is
     bounded by ``stall_s`` (``gmi.timeout_s``): a GMI stopped by a signal (SIGSTOP) that long
@@ -134,7 +137,7 @@ def supervise(
             if alive < survivable.min_alive and too_few is None:
                 too_few = (
                     f"{alive} {survivable.what} GMI(s) alive, fewer than the "
-                    f"{survivable.min_alive} required (gmi.async.min_actors)"
+                    f"{survivable.min_alive} required ({survivable.min_alive_key})"
                 )
                 log.error("%s: stopping the run", too_few)
                 _forward(gmis, signal.SIGTERM, forwarded)
@@ -155,12 +158,16 @@ def supervise(
         if all(g.process.exitcode == 0 for g in gmis if g.rank not in lost):
             for gmi in gmis:
                 gmi.read()
-            first = gmis[0].message
+            alive = [g for g in gmis if g.rank not in lost]
+            if not alive:
+                raise GmiFailure(failure_text(gmis))
+            first = alive[0].message
             if too_few is not None:  # the trainers stopped cleanly: say where their work is
                 saved = getattr(first[1], "checkpoint", None) if first is not None else None
                 raise GmiFailure(f"stopped: {too_few}; final checkpoint: {saved or 'none written'}")
             if first is None:
-                raise GmiFailure(f"GMI 0 (pid {gmis[0].process.pid}) exited without a result")
+                gmi = alive[0]
+                raise GmiFailure(f"GMI {gmi.rank} (pid {gmi.process.pid}) exited without a result")
             return first[1]
 
 

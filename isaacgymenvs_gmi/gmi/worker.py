@@ -113,7 +113,7 @@ def spawned_gmi_main(
     plan: RunPlan, body: Body, rank: int, launch: SpawnedLaunch, results: Connection
 ) -> None:
     """Process entry of GMI ``rank`` spawned by :func:`.spawn.spawn_gmis`; sends
-    ``("ok", result)`` (GMI 0's result, None elsewhere) or ``("error", line, traceback)`` on
+    ``("ok", result)`` (its body's result) or ``("error", line, traceback)`` on
     ``results`` and exits 0 or 1."""
     stop = StopRequest(second_stops_now=False, signals=launch.stop_signals).install()
     unblock_stop_signals()  # held back since the launcher started this process
@@ -131,7 +131,7 @@ def spawned_gmi_main(
         result = _join_and_run(
             plan, body, rank, launch.world_size, group_store, store, scratch, stop
         )
-        results.send(("ok", result if rank == 0 else None))
+        results.send(("ok", result))  # GMI 0's is the run's (or the first survivor's)
     except BaseException as err:  # noqa: BLE001 - reported to the launcher, then exit 1
         line = f"{type(err).__name__}: {err}".strip().splitlines()
         results.send(("error", line[-1] if line else type(err).__name__, traceback.format_exc()))

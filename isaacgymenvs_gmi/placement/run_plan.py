@@ -41,11 +41,14 @@ class RunPlan:
     serve: ServeSettings = ServeSettings()
     expendable: tuple[int, ...] = ()  # GMIs whose death the run survives (async actors)
     min_expendable: int = 0  # the run stops cleanly when fewer of them are alive
+    expendable_what: str = "actor"  # what an expendable GMI is, in the lines about losing one
+    min_alive_key: str = "gmi.async.min_actors"  # the setting behind min_expendable
     pinned: tuple[int, ...] = ()  # GMIs keeping cores of their own when cores are short
     task_modules: tuple[str, ...] = ()  # imported by every GMI: they register the user's tasks
     wandb: WandbSettings = WandbSettings()
     video: VideoSettings = VideoSettings()  # capture_video: env 0 of GMI 0 on video
     run_config: dict[str, Any] | None = None  # the whole resolved config, logged when wandb is on
+    mode_settings: Any = None  # the mode's own typed settings (e.g. pbt.*), None for most modes
 
     @property
     def num_envs(self) -> int:

@@ -18,11 +18,12 @@ defer_torch_compiler()
 
 from .async_ppo import MODE as ASYNC  # noqa: E402
 from .mode import Mode, ModeFacts, ModeTerms  # noqa: E402
+from .pbt import MODE as PBT  # noqa: E402
 from .result import RunResult  # noqa: E402
 from .serve import MODE as SERVE  # noqa: E402
 from .sync_ppo import MODE as SYNC  # noqa: E402
 
-MODES: dict[str, Mode] = {m.name: m for m in (SYNC, ASYNC, SERVE)}
+MODES: dict[str, Mode] = {m.name: m for m in (SYNC, ASYNC, SERVE, PBT)}
 PLAYER = SYNC  # test=True plays a checkpoint in one process with rl-games' player: sync's body
 
 

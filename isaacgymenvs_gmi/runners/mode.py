@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from isaacgymenvs_gmi.comm import ipc_possible
 from isaacgymenvs_gmi.config import GmiConfig, TrainSettings
@@ -31,6 +32,8 @@ class ModeFacts:
         train: the typed train settings.
         backend: the GMI backend after ``auto`` (cpu, mps, mig, direct).
         cuda: whether a CUDA device is visible.
+        settings: the mode's own typed settings (what its ``Mode.settings`` read from the
+            config), or None.
     """
 
     gmi: GmiConfig
@@ -40,6 +43,7 @@ class ModeFacts:
     train: TrainSettings
     backend: str
     cuda: bool
+    settings: Any = None
 
     @property
     def ipc_possible(self) -> bool:
@@ -56,11 +60,15 @@ class ModeTerms:
         min_alive: how many of them must stay alive for it to go on (below, it stops cleanly).
         pinned: GMIs that keep cores of their own when GMIs outnumber cores (the ones every
             other GMI waits on); the others then share what is left.
+        expendable_what: what an expendable GMI is, for the lines that report losing one.
+        min_alive_key: the setting that asks for ``min_alive``, named when too few are left.
     """
 
     expendable: tuple[int, ...] = ()
     min_alive: int = 0
     pinned: tuple[int, ...] = ()
+    expendable_what: str = "actor"
+    min_alive_key: str = "gmi.async.min_actors"
 
 
 def _nothing_to_check(facts: ModeFacts) -> ModeTerms:
@@ -69,6 +77,10 @@ def _nothing_to_check(facts: ModeFacts) -> ModeTerms:
 
 def _never(plan: RunPlan) -> bool:
     return False
+
+
+def _no_settings(cfg: Any) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,9 @@ class Mode:
         independent_gmis: its GMIs never exchange gradients or weights with each other, so
             MIG's isolated instances suit them (``gmi.backend=auto`` then picks MIG where a GPU
             is partitioned).
+        settings: reads and checks the mode's own settings from the whole composed config
+            (``ConfigError`` naming the key); the result reaches its checks
+            (``ModeFacts.settings``) and its body (``RunPlan.mode_settings``).
     """
 
     name: str
@@ -99,3 +114,4 @@ class Mode:
     records_video: bool = False
     in_one_process: Callable[[RunPlan], bool] = _never
     independent_gmis: bool = False
+    settings: Callable[[Any], Any] = _no_settings

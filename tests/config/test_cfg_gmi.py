@@ -34,6 +34,7 @@ def test_missing_keys_take_defaults():
         ({"backend": "cpu"}, "backend", "cpu"),
         ({"mode": "async"}, "mode", "async"),
         ({"mode": "serve"}, "mode", "serve"),
+        ({"mode": "pbt"}, "mode", "pbt"),
         ({"comm": "mrr"}, "comm", "mrr"),
         ({"intra_device": "gloo"}, "intra_device", "gloo"),
         ({"intra_device": "SHM"}, "intra_device", "shm"),
@@ -99,7 +100,7 @@ def test_error_lists_all_allowed_values():
 
 def test_allowed_values_constants():
     assert GMI_BACKENDS == ("auto", "mps", "mig", "direct", "cpu")
-    assert GMI_MODES == ("sync", "async", "serve")
+    assert GMI_MODES == ("sync", "async", "serve", "pbt")
     assert GMI_COMMS == ("auto", "mpr", "mrr", "har")
 
 

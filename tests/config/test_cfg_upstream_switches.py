@@ -1,5 +1,6 @@
 """No upstream switch is dropped silently: every top-level key of IsaacGymEnvs' config.yaml and
-every ``pbt.*`` key is honoured, refused naming the key, or named once with what runs instead."""
+every ``pbt.*`` key is honoured, refused naming the key, or named once with what runs instead
+(``pbt.*`` itself: tests/config/test_cfg_pbt.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.pbt import PBT_KEYS
 from isaacgymenvs_gmi.config.upstream_switches import (
     not_applied,
     refuse_unsupported,
@@ -57,7 +59,6 @@ UPSTREAM_PBT_KEYS = [
     "policy_idx",
     "num_policies",
     "workspace",
-    "objective",
     "interval_steps",
     "dbg_mode",
     "start_after",
@@ -78,10 +79,18 @@ def test_every_upstream_top_level_key_is_handled(key):
     assert upstream_key_handling(key) != "unknown"
 
 
-def test_pbt_enabled_is_refused_naming_the_key():
-    with pytest.raises(ConfigError, match=r"^pbt\.enabled=True: population-based training"):
-        refuse_unsupported({"pbt": {"enabled": True}})
+def test_every_upstream_pbt_key_is_a_pbt_setting():
+    assert sorted(UPSTREAM_PBT_KEYS) == sorted(PBT_KEYS)
+
+
+def test_pbt_enabled_is_accepted_and_refused_only_with_another_mode():
+    refuse_unsupported({"pbt": {"enabled": True}})
+    refuse_unsupported({"pbt": {"enabled": True}, "gmi": {"mode": "pbt"}})
     refuse_unsupported({"pbt": {"enabled": False, "policy_idx": 0}})
+    with pytest.raises(ConfigError, match=r"^gmi\.mode='async': population-based training"):
+        refuse_unsupported({"pbt": {"enabled": True}, "gmi": {"mode": "async"}})
+    with pytest.raises(ConfigError, match=r"^pbt\.enabled=False: gmi\.mode=pbt trains"):
+        refuse_unsupported({"pbt": {"enabled": False}, "gmi": {"mode": "pbt"}})
 
 
 def test_every_pbt_setting_is_named_when_pbt_is_off():
@@ -90,6 +99,12 @@ def test_every_pbt_setting_is_named_when_pbt_is_off():
     named = line.split(":")[0].split(", ")
     assert sorted(named) == sorted(f"pbt.{k}" for k in UPSTREAM_PBT_KEYS if k != "enabled")
     assert "population-based training is off" in line
+
+
+def test_pbt_settings_are_not_named_when_pbt_is_on():
+    pbt = {k: 1 for k in UPSTREAM_PBT_KEYS} | {"enabled": True, "policy_idx": 0}
+    cfg = {"headless": True, "pbt": pbt}
+    assert not_applied(cfg, under_torchrun=False, gmis=2, devices=1) == []
 
 
 def test_quiet_for_a_config_that_asks_for_nothing_unsupported():
@@ -123,10 +138,14 @@ def _train(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_train_py_refuses_pbt_before_any_work(tmp_path):
-    proc = _train(tmp_path, "pbt.enabled=True")
+def test_train_py_refuses_bad_pbt_settings_before_any_work(tmp_path):
+    proc = _train(tmp_path, "pbt=pbt_default", "pbt.replace_fraction_worst=0")
     assert proc.returncode == 2
-    assert "error: pbt.enabled=True: population-based training" in proc.stderr
+    assert "error: pbt.replace_fraction_worst=0: must be a number in (0, 1]" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+    proc = _train(tmp_path, "pbt=pbt_default", "gmi.mode=serve")
+    assert proc.returncode == 2
+    assert "error: gmi.mode='serve': population-based training" in proc.stderr
     assert not (tmp_path / "runs").exists()
 
 

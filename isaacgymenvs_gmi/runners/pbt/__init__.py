@@ -1,2 +1,58 @@
-"""Population-based training on GMIs (in progress): the rules each member applies, written from
-DexPBT's algorithm and the behaviour of IsaacGymEnvs' ``pbt`` package; not yet a mode."""
+"""Population-based training (``gmi.mode=pbt``, or IsaacGymEnvs' ``pbt.enabled=True``): every
+GMI trains a policy of its own, and the population improves itself by DexPBT's decentralised
+rule (:mod:`.selection`, :mod:`.mutation`) through a shared workspace folder in IsaacGymEnvs'
+layout (:mod:`.workspace`). Members never wait for each other: a member that is slow, restarts
+or dies does not hold the others back.
+"""
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.pbt import PbtSettings
+from isaacgymenvs_gmi.runners.mode import Mode, ModeFacts, ModeTerms
+
+from .body import run_pbt
+
+
+def _check_pbt(facts: ModeFacts) -> ModeTerms:
+    """One policy per GMI, at least two; every member survivable (the others go on)."""
+    settings: PbtSettings = facts.settings
+    gmis = facts.layout.world_size
+    policies = settings.num_policies if settings.num_policies is not None else gmis
+    if gmis < 2:
+        raise ConfigError(
+            "gmi.per_gpu",
+            facts.gmi.per_gpu,
+            f"population-based training runs one policy per GMI and needs at least 2 GMIs "
+            f"(this run has {gmis}); e.g. gmi.per_gpu={max(policies, 2)}",
+        )
+    if policies != gmis:
+        raise ConfigError(
+            "pbt.num_policies",
+            policies,
+            f"each GMI trains one policy of the population and this run has {gmis} GMIs; set "
+            f"pbt.num_policies={gmis} (or null), or gmi.per_gpu (x gmi.num_gpus) to {policies}",
+        )
+    return ModeTerms(
+        expendable=tuple(range(gmis)),
+        min_alive=1,
+        expendable_what="PBT member",
+        min_alive_key="a population goes on while one member is alive",
+    )
+
+
+def _pbt_settings(cfg) -> PbtSettings:
+    settings = PbtSettings.from_cfg(cfg)
+    if settings is None:  # requested_mode refuses gmi.mode=pbt without pbt.enabled
+        raise ConfigError("pbt.enabled", False, "gmi.mode=pbt needs pbt.enabled=True")
+    return settings
+
+
+MODE = Mode(
+    name="pbt",
+    summary="population-based training, one policy per GMI (pbt=pbt_default)",
+    body=run_pbt,
+    check=_check_pbt,
+    independent_gmis=True,
+    settings=_pbt_settings,
+)
+
+__all__ = ["MODE", "run_pbt"]

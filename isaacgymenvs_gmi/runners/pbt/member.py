@@ -1,0 +1,212 @@
+"""One PBT member's side of the population, as an rl-games observer: it measures its objective,
+and at the end of each interval records itself in the workspace and decides (keep, mutate or
+take a better member's weights), never waiting for another member.
+
+A decision to change is raised as :class:`Restart`, out of rl-games' training loop (the
+epoch under way is dropped, as upstream drops it by restarting its process); the body then
+builds the member's learner again with the new hyperparameters from the chosen checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from rl_games.common.algo_observer import AlgoObserver
+
+from isaacgymenvs_gmi.config.pbt import PbtSettings
+
+from .mutation import Change, mutate
+from .selection import Decision, SelectionSettings, decide, may_replace, ranked
+from .workspace import Record, Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class Restart(Exception):
+    """Member ``decision.member`` goes on from ``source`` (its own record, or the donor's)
+    with ``params``; ``changes``: the hyperparameters mutated."""
+
+    decision: Decision
+    source: Record
+    params: dict[str, Any]
+    changes: list[Change] = field(default_factory=list)
+
+
+class Objective:
+    """The member's objective: the mean of the latest ``true_objective`` of every env once each
+    has finished an episode (where the task reports one), else rl-games' mean reward over its
+    last ``games_to_track`` episodes once that many have ended (IsaacGymEnvs' rule)."""
+
+    def __init__(self, num_envs: int):
+        self.num_envs = num_envs
+        self.last: torch.Tensor | None = None  # (num_envs,) latest true objective per env
+        self.finished: torch.Tensor | None = None  # (num_envs,) bool
+        self.value: float | None = None  # None: not known yet this interval
+        self.best: float | None = None  # the best value seen this interval
+
+    def update(self, algo: Any, infos: Any, done_indices: torch.Tensor) -> None:
+        if isinstance(infos, Mapping) and "true_objective" in infos:
+            if self.last is None:
+                self.last = torch.zeros(self.num_envs, dtype=torch.float64)
+                self.finished = torch.zeros(self.num_envs, dtype=torch.bool)
+            idx = done_indices.reshape(-1).cpu()
+            self.last[idx] = infos["true_objective"].reshape(-1)[idx].double().cpu()
+            self.finished[idx] = True
+            if bool(self.finished.all()):
+                self.value = float(self.last.mean())
+        else:
+            meter = algo.game_rewards
+            if meter.current_size >= algo.games_to_track:
+                self.value = float(meter.get_mean().reshape(-1)[0])
+        if self.value is not None and (self.best is None or self.value > self.best):
+            self.best = self.value
+
+    def new_interval(self) -> float | None:
+        """This interval's best, forgotten for the next one (None: never known)."""
+        best, self.best = self.best, None
+        return best
+
+
+@dataclass
+class MemberState:
+    """What a member carries across restarts of its learner."""
+
+    member: int
+    params: dict[str, Any]  # its mutated hyperparameters, dotted key -> value
+    experiment_name: str
+    checkpoint: str | None = None  # where its next learner starts from
+    frames_at_start: int | None = None  # frames when its current hyperparameters took effect
+    iteration: int | None = None  # its latest PBT iteration
+    objective: float | None = None  # its latest known objective (after a replace: the donor's)
+    replaced: int = 0  # times it took another member's weights
+    mutated: int = 0  # times its hyperparameters changed after the start
+    history: list[tuple[int, int, float]] = field(default_factory=list)  # (member, frame, obj)
+
+
+class MemberObserver(AlgoObserver):
+    """rl-games observer of member ``state.member`` (``event``: one line per PBT event)."""
+
+    def __init__(
+        self,
+        state: MemberState,
+        settings: PbtSettings,
+        workspace: Workspace,
+        rng: random.Random,
+        task_name: str,
+        num_envs: int,
+        event: Callable[[str], None],
+    ):
+        super().__init__()
+        self.state, self.settings, self.workspace = state, settings, workspace
+        self.rng, self.task_name, self.event = rng, task_name, event
+        self.selection = SelectionSettings(**settings.selection_fields)
+        self.objective = Objective(num_envs)
+        self.algo: Any = None
+        self.best_objective: float | None = None
+
+    def after_init(self, algo: Any) -> None:
+        self.algo = algo
+
+    def process_infos(self, infos: Any, done_indices: torch.Tensor) -> None:
+        self.objective.update(self.algo, infos, done_indices)
+        if self.objective.value is not None:
+            self.state.objective = self.objective.value
+
+    def after_steps(self) -> None:
+        state, frame = self.state, int(self.algo.frame)
+        interval = self.settings.interval_steps
+        if state.frames_at_start is None:
+            state.frames_at_start = frame
+        if state.iteration is None:
+            state.iteration = frame // interval
+        iteration = frame // interval
+        if iteration <= state.iteration or self.objective.value is None:
+            return  # within the interval, or no objective yet: decide once it is known
+        best_this_interval = self.objective.new_interval()
+        state.iteration = iteration
+        record = self.workspace.write_record(
+            state.member,
+            iteration,
+            self.algo.get_full_state_weights(),
+            objective=self.objective.value,
+            frame=frame,
+            params=state.params,
+            experiment_name=state.experiment_name,
+        )
+        population = self.workspace.population(iteration)
+        self.workspace.prune(state.member, population)
+        objectives = {m: (r.objective if r is not None else None) for m, r in population.items()}
+        self._summaries(objectives)
+        if not may_replace(
+            frame, state.frames_at_start, self.settings.start_after, self.settings.initial_delay
+        ):
+            return
+        decision = decide(
+            state.member,
+            objectives,
+            best_this_interval if best_this_interval is not None else self.objective.value,
+            self.selection,
+            self.rng,
+        )
+        if decision.action == "keep" and self.settings.dbg_mode:
+            why = "pbt.dbg_mode: every interval mutates"
+            decision = Decision(state.member, "mutate", why, None, state.member)
+        if decision.action == "keep":
+            log.debug("PBT member %d keeps training (%s)", state.member, decision.why)
+            return
+        source = record if decision.donor is None else population[decision.donor]
+        base = state.params
+        if decision.params_from is not None and decision.params_from != state.member:
+            donor_record = population[decision.params_from]
+            base = donor_record.params if donor_record is not None else state.params
+        params, changes = mutate(
+            {**state.params, **base},
+            self.settings.mutation,
+            self.settings.mutation_rate,
+            self.settings.change_min,
+            self.settings.change_max,
+            self.rng,
+        )
+        assert source is not None  # a donor is among the best, whose records are known
+        raise Restart(decision, source, params, changes)
+
+    def _summaries(self, objectives: Mapping[int, float | None]) -> None:
+        """The population's best at this iteration, kept in ``best<member>/``, and this
+        member's hyperparameters, to TensorBoard (``pbt/*``)."""
+        order = ranked(objectives)
+        leader = order[0]
+        best = objectives[leader]
+        if best is not None:
+            record = self.workspace.population(self.state.iteration or 0)[leader]
+            if record is not None:
+                self.workspace.keep_best(self.state.member, record, self.task_name, self.algo.frame)
+        writer = getattr(self.algo, "writer", None)
+        if writer is None:
+            return
+        frame = self.algo.frame
+        for key, value in self.state.params.items():
+            writer.add_scalar(f"pbt/{key}", float(value), frame)
+        if best is not None:
+            writer.add_scalar("pbt/00_best_objective", best, frame)
+        if self.objective.value is not None:
+            writer.add_scalar("pbt/objective", self.objective.value, frame)
+        writer.flush()
+
+
+def state_fingerprint(state_dict: Mapping[str, torch.Tensor]) -> str:
+    """32 hex digits hashing every tensor of ``state_dict`` (keys sorted): equal only for
+    bit-identical weights and statistics."""
+    digest = hashlib.blake2b(digest_size=16)
+    for key in sorted(state_dict):
+        value = state_dict[key]
+        if isinstance(value, torch.Tensor):
+            digest.update(key.encode())
+            digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()

@@ -1,0 +1,166 @@
+"""PBT end to end, for real: a population of 3 Cartpole members as GMI processes sharing a
+workspace, with small intervals so that members replace and mutate within a short run."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
+from isaacgymenvs_gmi.runners.pbt.member import state_fingerprint
+from isaacgymenvs_gmi.runners.pbt.workspace import Workspace
+from tests.gmi.launched_run import LaunchedRun
+from tests.pbt_upstream_files import write_upstream_pbt_files
+from tests.speed import budget
+
+ROOT = Path(__file__).resolve().parents[2]
+POPULATION = (
+    "task=Cartpole",
+    "pbt=pbt_default",
+    "pbt/mutation=cartpole_mutation",
+    "gmi.per_gpu=3",
+    "num_envs=128",
+    "train.params.config.minibatch_size=512",
+    "+train.params.config.games_to_track=20",
+    "pbt.interval_steps=4096",  # two epochs of 128 envs x 16 steps
+    "pbt.start_after=0",
+    "pbt.initial_delay=4096",
+    "pbt.replace_fraction_worst=0.34",  # the worst of 3
+    "pbt.replace_threshold_frac_std=0.1",
+    "pbt.replace_threshold_frac_absolute=0.3",  # leads under 30%: mutate, above: replace
+    "pbt.mutation_rate=1.0",
+)
+REPLACED = re.compile(
+    r"\[PBT\] member (\d): replaced by member (\d) \(iteration (\d+), .*; weights ([0-9a-f]{32});"
+)
+CONTINUES = re.compile(
+    r"\[PBT\] member (\d): continues at epoch \d+, frame [\d,]+ "
+    r"with weights ([0-9a-f]{32}) \(as recorded\)"
+)
+MUTATES = re.compile(r"\[PBT\] member (\d): mutates \(.*\): (.*)$")
+
+
+def _train(tmp_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=budget(timeout),
+    )
+
+
+@pytest.fixture(scope="module")
+def population(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    tmp = tmp_path_factory.mktemp("pbt")
+    run = _train(tmp, *POPULATION, "max_iterations=60", "seed=3")
+    assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-3000:]
+    return run, tmp / "runs"
+
+
+def test_a_population_replaces_and_mutates(population):
+    run, runs = population
+    out = run.stdout
+    assert REPLACED.findall(out), out[-4000:]  # took a better member's weights
+    assert MUTATES.findall(out), out[-4000:]  # kept its own, with new hyperparameters
+    assert "PBT population of 3: best member" in out
+    workspace = runs / "pbt_workspace"
+    for member in range(3):
+        assert list((workspace / f"{member:03d}").glob("*.yaml")), member
+        assert list((workspace / f"best{member}").glob("*.pth")), member
+
+
+def test_a_replaced_member_continues_from_the_donors_weights(population):
+    run, runs = population
+    workspace = Workspace(str(runs / "pbt_workspace"), 3)
+    continued = CONTINUES.findall(run.stdout)
+    for member, donor, iteration, weights in REPLACED.findall(run.stdout):
+        # the learner rebuilt from the donor's checkpoint holds exactly its weights ...
+        assert (member, weights) in continued
+        # ... which are the ones the donor recorded at that iteration (when not yet pruned)
+        record = workspace.read_record(int(donor), int(iteration))
+        if record is not None:
+            state = read_checkpoint(record.checkpoint)
+            assert state_fingerprint(state["model"]) == weights
+
+
+def test_records_are_in_upstreams_layout(population):
+    _, runs = population
+    member_dir = runs / "pbt_workspace" / "001"
+    names = sorted(p.name for p in member_dir.iterdir() if p.is_file())
+    assert names and all(re.fullmatch(r"\d{6}\.(yaml|pth)", n) for n in names), names
+    newest = [n for n in names if n.endswith(".yaml")][-1]
+    record = yaml.safe_load((member_dir / newest).read_text())
+    assert set(record) == {
+        "iteration",
+        "true_objective",
+        "frame",
+        "params",
+        "checkpoint",
+        "pbt_checkpoint",
+        "experiment_name",
+    }
+    assert set(record["params"]) >= {"train.params.config.gamma", "train.params.config.e_clip"}
+    assert Path(record["checkpoint"]).is_file()
+
+
+def test_tensorboard_per_member(population):
+    _, runs = population
+    members = sorted(p.name for p in runs.iterdir() if "_pbt_" in p.name)
+    assert [m[-2:] for m in members] == ["00", "01", "02"]
+    for m in members:
+        assert list((runs / m / "summaries").glob("events.out.tfevents.*"))
+
+
+def test_a_killed_member_leaves_the_others_training(tmp_path):
+    run = LaunchedRun(tmp_path, *POPULATION, "max_iterations=30", "gmi.timeout_s=5")
+    run.wait_for("[PBT x3] epoch 4/", timeout=120)
+    os.kill(run.gmi_pids()[2], signal.SIGKILL)
+    code = run.finish(timeout=240)
+    out, err = run.text("out"), run.text("err")
+    assert code == 0, err[-3000:]
+    assert re.search(
+        r"GMI 2 \(pid \d+\) killed by SIGKILL; the run goes on with 2 of 3 PBT member", err
+    ), err[-3000:]
+    assert "[PBT x3] epoch 30/30" in out
+    assert re.search(r"member 2: .*gone", out), out[-2000:]
+    assert not run.leftovers()
+
+
+def test_upstreams_pbt_files_compose_and_start_unchanged(tmp_path):
+    """IsaacGymEnvs' pbt_default.yaml and ant_mutation.yaml, found through the search path as a
+    user's own cfg folder: 8 policies on 3 GMIs is refused naming the key; with the population
+    size given on the command line (as upstream's file asks), Ant trains as a population."""
+    upstream = tmp_path / "upstream_cfg"
+    write_upstream_pbt_files(upstream)
+    common = (
+        f"hydra.searchpath=[file://{upstream}]",
+        "task=Ant",
+        "pbt=pbt_default",
+        "pbt/mutation=ant_mutation",
+        "gmi.per_gpu=3",
+    )
+    refused = _train(tmp_path, *common, timeout=120)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "pbt.num_policies=8" in refused.stderr
+    assert not (tmp_path / "runs").exists()
+    run = _train(
+        tmp_path,
+        *common,
+        "pbt.num_policies=3",
+        "num_envs=64",
+        "train.params.config.minibatch_size=512",
+        "max_iterations=2",
+    )
+    assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-2000:]
+    assert "[PBT x3] epoch 2/2" in run.stdout
+    assert "PBT population of 3" in run.stdout
+    assert "workspace pbt_workspace" in run.stdout + run.stderr
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir() if "_pbt_" in p.name)
