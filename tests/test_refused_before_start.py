@@ -134,6 +134,40 @@ BAD_INPUTS = [
     (["task=Ant", "gmi.backend=tpu"], "gmi.backend"),
     (["task=Ant", "gmi.num_gpus=64"], "gmi.num_gpus"),
     (["task=Ant", "gmi.per_gpu=2", "gmi.intra_device=ipc"], "gmi.intra_device"),
+    # population-based training
+    (["task=Ant", "pbt=pbt_default", "gmi.per_gpu=3", "pbt.num_policies=4"], "pbt.num_policies"),
+    (["task=Ant", "pbt=pbt_default", "gmi.per_gpu=3", "pbt.num_policies=1"], "pbt.num_policies"),
+    (["task=Ant", "pbt=pbt_default"], "gmi.per_gpu"),  # one GMI: no population
+    (["task=Ant", "pbt=pbt_default", "gmi.per_gpu=3", "gmi.mode=async"], "gmi.mode"),
+    (["task=Ant", "pbt=pbt_default", "gmi.per_gpu=3", "gmi.mode=serve"], "gmi.mode"),
+    (["task=Ant", "gmi.mode=pbt", "gmi.per_gpu=3"], "pbt.enabled"),
+    (
+        ["task=Ant", "pbt=pbt_default", "gmi.per_gpu=3", "pbt.replace_fraction_worst=0"],
+        "pbt.replace_fraction_worst",
+    ),  # fmt: skip
+    (
+        ["task=Ant", "pbt=pbt_default", "gmi.per_gpu=3", "pbt.replace_fraction_best=1.5"],
+        "pbt.replace_fraction_best",
+    ),  # fmt: skip
+    (
+        [
+            "task=Ant",
+            "pbt=pbt_default",
+            "gmi.per_gpu=3",
+            "+pbt.mutation={train.params.config.gamma: mutate_gently}",
+        ],
+        "pbt.mutation.train.params.config.gamma",
+    ),  # fmt: skip
+    (
+        [
+            "task=Ant",
+            "pbt=pbt_default",
+            "gmi.per_gpu=3",
+            "+pbt.mutation={train.params.config.no_such_key: mutate_float}",
+        ],
+        "pbt.mutation.train.params.config.no_such_key",
+    ),  # fmt: skip
+    (["task=Ant", "pbt=pbt_default", "gmi.per_gpu=3", "+pbt.num_workers=2"], "pbt.num_workers"),
     # domain randomisation: an actor the task does not have, a property MuJoCo lacks the name of
     (
         [

@@ -32,7 +32,7 @@ POPULATION = (
     "pbt.interval_steps=4096",  # two epochs of 128 envs x 16 steps
     "pbt.start_after=0",
     "pbt.initial_delay=4096",
-    "pbt.replace_fraction_worst=0.34",  # the worst of 3
+    "pbt.replace_fraction_worst=0.34",  # rounded up: the worst 2 of 3 (frequent decisions)
     "pbt.replace_threshold_frac_std=0.1",
     "pbt.replace_threshold_frac_absolute=0.3",  # leads under 30%: mutate, above: replace
     "pbt.mutation_rate=1.0",
@@ -44,16 +44,19 @@ CONTINUES = re.compile(
     r"\[PBT\] member (\d): continues at epoch \d+, frame [\d,]+ "
     r"with weights ([0-9a-f]{32}) \(as recorded\)"
 )
-MUTATES = re.compile(r"\[PBT\] member (\d): mutates \(.*\): (.*)$")
+MUTATES = re.compile(r"^\[PBT\] member (\d): mutates \(.*\): (.*)$", re.MULTILINE)
 
 
-def _train(tmp_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def _train(
+    tmp_path: Path, *args: str, timeout: float = 300, env: dict | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=budget(timeout),
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -164,3 +167,35 @@ def test_upstreams_pbt_files_compose_and_start_unchanged(tmp_path):
     assert "PBT population of 3" in run.stdout
     assert "workspace pbt_workspace" in run.stdout + run.stderr
     assert sorted(p.name for p in (tmp_path / "runs").iterdir() if "_pbt_" in p.name)
+
+
+def test_a_member_that_fails_restarts_from_its_newest_record(tmp_path):
+    run = _train(
+        tmp_path, *POPULATION, "max_iterations=24", "pbt.replace_fraction_worst=0.01",
+        env={"ISAACGYMENVS_GMI_FAULT": "1:crash:12"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    restarted = re.search(
+        r"\[PBT\] member 1: failed \(RuntimeError: injected crash in GMI 1\); restarts from "
+        r"its iteration (\d+) \(frame ([\d,]+)\) \[1/3\]",
+        run.stdout,
+    )
+    assert restarted, run.stdout[-3000:]
+    assert "[PBT x3] epoch 24/24" in run.stdout
+    assert re.search(r"member 1: objective [\d.]+, 49,152 frames, .*done", run.stdout)
+
+
+def test_ctrl_c_stops_every_member_with_a_checkpoint(tmp_path):
+    run = LaunchedRun(tmp_path, *POPULATION, "max_iterations=400", own_group=True)
+    run.wait_for("[PBT x3] epoch 6/", timeout=120)
+    run.signal_group(signal.SIGINT)
+    code = run.finish(timeout=120)
+    out, err = run.text("out"), run.text("err")
+    assert code == 130, err[-3000:]
+    assert "Traceback" not in err
+    for member in range(3):
+        assert re.search(rf"member {member}\b.*stopped", out), out[-2000:]
+        (folder,) = (run.runs).glob(f"*_pbt_{member:02d}")
+        assert list((folder / "nn").glob("*.pth")), member
+    assert "stopped by SIGINT" in err
+    assert not run.leftovers()

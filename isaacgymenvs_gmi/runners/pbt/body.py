@@ -243,7 +243,7 @@ class _Member:
             state.mutated += 1
         self._drop_env()
         state.params, state.checkpoint = restart.params, copied
-        state.objective = source.objective  # until its own is known again
+        state.objective, state.measured = source.objective, False  # until its own is known
         state.frames_at_start = None  # start_after counts from here
         state.iteration = None
         self._expected = (weights, began)

@@ -85,6 +85,7 @@ class MemberState:
     frames_at_start: int | None = None  # frames when its current hyperparameters took effect
     iteration: int | None = None  # its latest PBT iteration
     objective: float | None = None  # its latest known objective (after a replace: the donor's)
+    measured: bool = False  # whether ``objective`` was measured on its current learner
     replaced: int = 0  # times it took another member's weights
     mutated: int = 0  # times its hyperparameters changed after the start
     history: list[tuple[int, int, float]] = field(default_factory=list)  # (member, frame, obj)
@@ -117,7 +118,7 @@ class MemberObserver(AlgoObserver):
     def process_infos(self, infos: Any, done_indices: torch.Tensor) -> None:
         self.objective.update(self.algo, infos, done_indices)
         if self.objective.value is not None:
-            self.state.objective = self.objective.value
+            self.state.objective, self.state.measured = self.objective.value, True
 
     def after_steps(self) -> None:
         state, frame = self.state, int(self.algo.frame)
@@ -131,10 +132,12 @@ class MemberObserver(AlgoObserver):
             return  # within the interval, or no objective yet: decide once it is known
         best_this_interval = self.objective.new_interval()
         state.iteration = iteration
+        weights = self.algo.get_full_state_weights()
+        weights["epoch"] = int(self.algo.epoch_num) - 1  # the epochs these weights have had
         record = self.workspace.write_record(
             state.member,
             iteration,
-            self.algo.get_full_state_weights(),
+            weights,
             objective=self.objective.value,
             frame=frame,
             params=state.params,

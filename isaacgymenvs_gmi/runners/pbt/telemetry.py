@@ -118,6 +118,7 @@ class MemberTelemetry:
                 "state": state,
                 "objective": self.objective(),
                 "params": self.state.params,
+                "measured": self.state.measured,
                 "replaced": self.state.replaced,
                 "mutated": self.state.mutated,
                 "experiment": self.state.experiment_name,
@@ -161,9 +162,12 @@ def wait_for_members(workspace: Workspace, patience_s: float, poll_s: float = 0.
 
 def summarise(live: Mapping[int, Mapping[str, Any]], num_policies: int) -> Summary:
     """The closing lines: one per member (objective, frames, replaces, mutations, how it
-    ended) and the best member's checkpoint."""
+    ended) and the best member's checkpoint (best among the objectives measured on the
+    members' final weights, where any is)."""
     known = {m: s["objective"] for m, s in live.items() if s.get("objective") is not None}
-    best = max(known, key=lambda m: known[m]) if known else None
+    measured = {m: o for m, o in known.items() if live[m].get("measured", True)}
+    ranked_from = measured or known  # a score measured on the final weights, where there is one
+    best = max(ranked_from, key=lambda m: ranked_from[m]) if ranked_from else None
     lines = []
     for m in range(num_policies):
         s = live.get(m)
@@ -172,6 +176,8 @@ def summarise(live: Mapping[int, Mapping[str, Any]], num_policies: int) -> Summa
             continue
         how = s.get("state") if s.get("state") in ENDED else "gone (no word since it last trained)"
         obj = "-" if s.get("objective") is None else f"{s['objective']:.2f}"
+        if s.get("objective") is not None and not s.get("measured", True):
+            obj += " (its checkpoint's when it restarted; no episode scored since)"
         lines.append(
             f"  member {m}{' (best)' if m == best else ''}: objective {obj}, "
             f"{int(s.get('frames', 0)):,} frames, replaced {s.get('replaced', 0)}x, "

@@ -186,10 +186,10 @@ class Workspace:
         )
         source_yaml = os.path.join(self.member_dir(best.member), f"{best.iteration:06d}.yaml")
         target = os.path.join(folder, name + ".pth")
-        try:
-            for src, dst in ((best.checkpoint, target), (source_yaml, name + ".yaml")):
+        try:  # the checkpoint first: a record here always names a whole file beside it
+            for src, dst in ((best.checkpoint, target), (source_yaml, target[:-4] + ".yaml")):
                 with open(src, "rb") as f:
-                    write_atomically(os.path.join(folder, dst), f.read())
+                    write_atomically(dst, f.read())
         except FileNotFoundError:
             return None
         for old in sorted(os.listdir(folder))[:-BEST_FILES_KEPT]:
