@@ -14,9 +14,11 @@ time (both curves at the end of the shorter one, and their mean over a common gr
 best objective, and the time to a threshold (``--threshold``, or 90% of the best objective seen
 in any run); with ratios pbt / independent. Member m of seed s trains with seed s + m, so
 populations of seeds fewer than 3 apart share members (identical in the independent variant).
-Writes bench/results/pbt_population.json and bench/results/pbt_population.png.
+Writes bench/results/pbt_population.json and .png.
 
-    python bench/pbt_population.py [--seeds 1 2 3 4] [--epochs 60] [--task Cartpole]
+    python bench/pbt_population.py [--seeds 1 11 21 31] [--epochs 60] [--task Cartpole]
+
+A task other than Cartpole writes pbt_population_<task>.json / .png.
 """
 
 from __future__ import annotations
@@ -42,12 +44,11 @@ SMALL_POPULATION = [  # the members' shared settings (PBT decisions every 2 epoc
     "++train.params.config.games_to_track=20",
     "pbt.start_after=0",
     "pbt.initial_delay=4096",
-    "pbt.replace_fraction_worst=0.34",
+    "pbt.replace_fraction_worst=0.33",  # the worst 1 of 3 (rounded up)
     "pbt.replace_threshold_frac_std=0.1",
     "pbt.replace_threshold_frac_absolute=0.3",
     "pbt.mutation_rate=1.0",
 ]
-PBT_INTERVAL = 4096
 PROGRESS = re.compile(r"\[PBT x\d+\] .*epoch (\d+)/\d+ frames ([\d,]+) \|")
 BEST = re.compile(r"population best ([-\d.]+) \(member (\d+)\)")
 SUMMARY = re.compile(r"PBT population of \d+: best member (\d+) \(objective ([-\d.]+)\)")
@@ -57,8 +58,10 @@ MUTATES = re.compile(r"^\[PBT\] member \d+: mutates")
 ODD = re.compile(r"warning|error|traceback|exception|nan\b|inf\b", re.IGNORECASE)
 
 
-def command(task: str, mutation: str, variant: str, seed: int, epochs: int) -> list[str]:
-    interval = PBT_INTERVAL if variant == "pbt" else NEVER
+def command(
+    task: str, mutation: str, variant: str, seed: int, epochs: int, pbt_interval: int
+) -> list[str]:
+    interval = pbt_interval if variant == "pbt" else NEVER
     return [
         "train.py",
         f"task={task}",
@@ -174,11 +177,12 @@ def plot(runs: dict, threshold: float, path: Path, title: str) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4])
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 11, 21, 31])
     p.add_argument("--task", default="Cartpole")
     p.add_argument("--mutation", help="pbt/mutation file (default: <task>_mutation if present)")
     p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--threshold", type=float, help="default: 90%% of the best seen in any run")
+    p.add_argument("--interval", type=int, default=4096, help="pbt.interval_steps of pbt")
     p.add_argument("--grid-points", type=int, default=200)
     p.add_argument("--limit-s", type=float, default=600, help="per run, then interrupted")
     args = p.parse_args()
@@ -190,7 +194,7 @@ def main() -> None:
     for i, seed in enumerate(args.seeds):
         runs[seed] = {}
         for name in VARIANTS[:: 1 if i % 2 == 0 else -1]:
-            cmd = command(args.task, mutation, name, seed, args.epochs)
+            cmd = command(args.task, mutation, name, seed, args.epochs, args.interval)
             commands.setdefault(name, ["python", *cmd, "train_dir=<tmp>/runs"])
             r = runs[seed][name] = run_once(cmd, args.limit_s)
             print(
@@ -238,11 +242,12 @@ def main() -> None:
     reached = {name: aggregate[name]["threshold_reached"] for name in VARIANTS}
     print(f"  threshold reached in (of {len(args.seeds)} seeds): {reached}")
     print("better here (means): " + "; ".join(verdict))
+    name = "pbt_population" + ("" if args.task == "Cartpole" else f"_{args.task.lower()}")
     write_result(
-        "pbt_population",
+        name,
         {
             "settings": {**vars(args), "mutation": mutation, "threshold_used": threshold},
-            "interval_steps": {"pbt": PBT_INTERVAL, "independent": NEVER},
+            "interval_steps": {"pbt": args.interval, "independent": NEVER},
             "commands": commands,
             "note": "curve rows: (s since launch, population best objective); the last from the "
             "closing summary. Means of time_to_threshold_s over the seeds that reached it.",
@@ -253,7 +258,7 @@ def main() -> None:
         },
     )
     title = f"{args.task}: PBT vs independent, population of 3, {args.epochs} epochs"
-    plot(runs, threshold, RESULTS / "pbt_population.png", title)
+    plot(runs, threshold, RESULTS / f"{name}.png", title)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,8 @@ class _Member:
         self.state, self.rng, self.seed, self.say = state, rng, seed, say
         self.env: Any = None
         self.envs_built = 0
+        self.segments = 0  # learners built so far
+        self.segment_seed = seed
         self.crashes = 0
         self._expected: tuple[str, float] | None = None  # weights a restart is to load
         plan = ctx.plan
@@ -130,13 +132,16 @@ class _Member:
         from isaacgymenvs_gmi.rl.vecenv import register_env
 
         ctx, plan, state = self.ctx, self.ctx.plan, self.state
+        # a learner of its own random streams at each restart (unique across members too)
+        self.segment_seed = self.seed + plan.world_size * self.segments
+        self.segments += 1
         train_params = _with_values(plan.train_params, "train.params.", state.params)
         register_env(lambda **_: self._env(state.params))
         params = rlgames_params(
             train_params,
             plan.train,
             rl_device=ctx.resources.rl_device,
-            seed=self.seed,
+            seed=self.segment_seed,
             num_envs=plan.num_envs,
             threads=ctx.resources.threads,
         )
@@ -188,7 +193,7 @@ class _Member:
         plan = self.ctx.plan
         task_config = _with_values(plan.task_config, "task.", task_params)
         ctx = replace(self.ctx, plan=replace(plan, task_config=task_config))
-        build = env_builder(ctx, self.seed)
+        build = env_builder(ctx, self.segment_seed)
         if not self.envs_built:
             startup_clock.mark("env_begin")
             compile_once_per_device(ctx, build)
@@ -266,9 +271,7 @@ class _Member:
 
     def _recover(self, err: Exception) -> None:
         """An error in training: start again from the newest own record, or fail."""
-        from isaacgymenvs_gmi.gmi.stop import StopNow
-
-        if isinstance(err, StopNow) or self.crashes >= CRASH_RESTARTS:
+        if self.crashes >= CRASH_RESTARTS:
             raise err
         self.crashes += 1
         latest = self.workspace.latest(self.state.member)
