@@ -217,6 +217,7 @@ BAD_PLAN_REQUESTS = [  # gmi.per_gpu=auto / num_envs=auto: refused before any tr
     (["gmi.plan.timeout_s=0"], "gmi.plan.timeout_s"),
     (["+gmi.plan.speed=1"], "gmi.plan.speed"),
     (["gmi.mode=async"], "gmi.per_gpu"),
+    (["pbt=pbt_default"], "gmi.per_gpu"),  # the GMIs are the population: the user's choice
     (["train.params.config.learning_rate=-1"], "train.params.config.learning_rate"),
     (["train.params.config.minibatch_size=1000"], "train.params.config.minibatch_size"),
 ]

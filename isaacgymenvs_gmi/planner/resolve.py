@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config._values import check_int, select
+from isaacgymenvs_gmi.config.pbt import requested_mode
 from isaacgymenvs_gmi.config.plan import PlanSettings, is_auto
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.placement.cpu_sets import split_cores, usable_cores
@@ -84,7 +85,14 @@ def check_request(cfg: DictConfig) -> tuple[PlanSettings, Request, RunPlan]:
     if torchrun_world(os.environ):
         raise ConfigError(key, "auto", "cannot be searched under torchrun, where ranks are fixed")
     settings = PlanSettings.from_cfg(select(cfg, "gmi.plan"))
-    mode = str(select(cfg, "gmi.mode", "sync")).lower()
+    mode = requested_mode(cfg, str(select(cfg, "gmi.mode", "sync")).lower())
+    if mode == "pbt":
+        raise ConfigError(
+            key,
+            "auto",
+            "searches sync and serve runs; with population-based training the GMIs are the "
+            "population: give gmi.per_gpu and num_envs numbers",
+        )
     if mode == "async":
         raise ConfigError(
             key, "auto", "searches sync and serve runs; in async mode give gmi.per_gpu a number"

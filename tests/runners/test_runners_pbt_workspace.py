@@ -152,3 +152,11 @@ def test_fingerprints_tell_weights_apart():
     assert state_fingerprint(a) == state_fingerprint(b)
     b["w"][1] = 1.0000001
     assert state_fingerprint(a) != state_fingerprint(b)
+
+
+def test_playing_needs_no_population():
+    from isaacgymenvs_gmi.runners.pbt import MODE
+
+    cfg = {"test": True, "pbt": {"enabled": True}}
+    assert MODE.settings(cfg) is None
+    assert MODE.settings({"test": False, "pbt": {"enabled": True}}).num_policies is None

@@ -14,7 +14,9 @@ from .body import run_pbt
 
 def _check_pbt(facts: ModeFacts) -> ModeTerms:
     """One policy per GMI, at least two; every member survivable (the others go on)."""
-    settings: PbtSettings = facts.settings
+    settings: PbtSettings | None = facts.settings
+    if settings is None:  # test=True: the checkpoint is played in one process, no population
+        return ModeTerms()
     gmis = facts.layout.world_size
     policies = settings.num_policies if settings.num_policies is not None else gmis
     if gmis < 2:
@@ -39,8 +41,11 @@ def _check_pbt(facts: ModeFacts) -> ModeTerms:
     )
 
 
-def _pbt_settings(cfg) -> PbtSettings:
+def _pbt_settings(cfg) -> PbtSettings | None:
+    """``pbt.*``, checked; None for ``test=True``, which plays one policy whatever the mode."""
     settings = PbtSettings.from_cfg(cfg)
+    if cfg.get("test") is True:
+        return None
     if settings is None:  # requested_mode refuses gmi.mode=pbt without pbt.enabled
         raise ConfigError("pbt.enabled", False, "gmi.mode=pbt needs pbt.enabled=True")
     return settings
