@@ -147,7 +147,7 @@ def rows() -> list[str]:
                 f"{t['first_reward']:.1f} -> {t['final_reward']:.1f} in {t['wall_s']:.0f} s "
                 f"| | | rising | {tasks['machine']['cores']}-core CPU |"
             )
-    return out + async_rows() + randomization_rows() + startup_rows()
+    return out + async_rows() + randomization_rows() + startup_rows() + pbt_rows()
 
 
 def async_rows() -> list[str]:
@@ -241,6 +241,25 @@ def startup_rows() -> list[str]:
         f"| 1 GMI {med['c_1gmi_warm']:.2f} s | **{ratio['three_over_one']:.2f}** "
         f"| <= {target['three_over_one']} | {cores} |",
     ]
+
+
+def pbt_rows() -> list[str]:
+    """A population against the same members trained independently (bench/pbt_population.py)."""
+    out = []
+    for name, task in (("pbt_population", "Cartpole"), ("pbt_population_ant", "Ant")):
+        run = _load(name)
+        if not run:
+            continue
+        a, b = run["aggregate"]["pbt"], run["aggregate"]["independent"]
+        ratio = run["aggregate"]["pbt_over_independent"]["best_at_equal_time"]
+        seeds = len(run["per_seed"])
+        out.append(
+            f"| {task} PBT, population of 3, best member's objective at equal wall time "
+            f"({seeds} seeds, {run['settings']['epochs']} epochs) | {a['best_at_equal_time']:.1f} "
+            f"| same members independent {b['best_at_equal_time']:.1f} | **{ratio:.3f}** "
+            f"| | {run['machine']['cores']}-core CPU |"
+        )
+    return out
 
 
 def main() -> None:

@@ -1,19 +1,24 @@
 """Collectives that, when they time out, say which GMI did not show up (a stall inspector).
 
-Every GMI records in the rendezvous store how many collectives it has entered. When one times
-out, the others' counters tell who is behind, and the error names them instead of reporting a
-bare transport timeout.
+Every GMI records in the rendezvous store how many collectives it has entered, and where it runs
+(host and pid). When one times out, the others' counters tell who is behind, and the error names
+them instead of reporting a bare transport timeout; a GMI of this host that reached the
+collective and was then stopped by a signal (or exited) is named too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
 
 from isaacgymenvs_gmi.comm.store import Store
+
+from .liveness import process_state
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,11 +37,12 @@ class CollectiveGuard:
         self.store, self.rank, self.world_size = store, rank, world_size
         self.timeout_s, self.key = timeout_s, key
         self.count = 0
-        self.store.set(key.format(rank), "0 start")
+        self.where = f"{socket.gethostname()}:{os.getpid()}"  # host:pid, no spaces
+        self.store.set(key.format(rank), f"0 {self.where} start")
 
     def __call__(self, what: str, fn: Callable[[], T]) -> T:
         self.count += 1
-        self.store.set(self.key.format(self.rank), f"{self.count} {what}")
+        self.store.set(self.key.format(self.rank), f"{self.count} {self.where} {what}")
         try:
             return fn()
         except RuntimeError as err:  # gloo/NCCL timeouts and peer resets
@@ -50,14 +56,30 @@ class CollectiveGuard:
             if r == self.rank:
                 continue
             try:
-                count, name = self.store.get(self.key.format(r)).decode().split(" ", 1)
+                count, where, name = self.store.get(self.key.format(r)).decode().split(" ", 2)
             except Exception:  # noqa: BLE001 - store gone: its host GMI or agent died
                 behind.append(f"GMI {r} (no progress record reachable)")
                 continue
             if int(count) < self.count:
                 behind.append(f"GMI {r} (stuck after collective #{count}: {name})")
+            elif (state := _local_state(where)) in ("stopped", "gone", "zombie"):
+                then = (
+                    "stopped by a signal (SIGSTOP or a debugger)"
+                    if state == "stopped"
+                    else "exited"
+                )
+                behind.append(f"GMI {r} (reached it, then {then})")
         who = "; missing: " + ", ".join(behind) if behind else "; every GMI reached it"
         return (
             f"GMI {self.rank}: collective #{self.count} ({what}) failed after up to "
             f"{self.timeout_s:.0f} s{who}. Cause: {str(err).splitlines()[0][:200]}"
         )
+
+
+def _local_state(where: str) -> str | None:
+    """The state of the process ``host:pid`` when it runs on this host (None elsewhere: a pid
+    means nothing on another machine)."""
+    host, _, pid = where.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    return process_state(int(pid))

@@ -34,7 +34,7 @@ POPULATION = (
     "pbt.initial_delay=4096",
     "pbt.replace_fraction_worst=0.34",  # rounded up: the worst 2 of 3 (frequent decisions)
     "pbt.replace_threshold_frac_std=0.1",
-    "pbt.replace_threshold_frac_absolute=0.3",  # leads under 30%: mutate, above: replace
+    "pbt.replace_threshold_frac_absolute=0.15",  # leads under 15%: mutate, above: replace
     "pbt.mutation_rate=1.0",
 )
 REPLACED = re.compile(

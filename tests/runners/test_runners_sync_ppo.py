@@ -22,8 +22,11 @@ NO_GPU = (False, ("cpu",), False)
 def test_every_configurable_mode_is_registered_with_its_body(compose_cfg):
     assert set(MODES) == set(GMI_MODES)
     assert mode_named("sync").body is run_sync_ppo
+    needs = {"pbt": ("pbt=pbt_default",)}  # a population needs its PBT config
     for mode in GMI_MODES:
-        cfg = compose_cfg("task=Cartpole", f"gmi.mode={mode}", "gmi.per_gpu=2")
+        cfg = compose_cfg(
+            "task=Cartpole", f"gmi.mode={mode}", "gmi.per_gpu=2", *needs.get(mode, ())
+        )
         assert plan_run(cfg, platform=NO_GPU).mode == mode
 
 

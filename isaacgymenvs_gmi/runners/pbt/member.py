@@ -146,7 +146,7 @@ class MemberObserver(AlgoObserver):
         population = self.workspace.population(iteration)
         self.workspace.prune(state.member, population)
         objectives = {m: (r.objective if r is not None else None) for m, r in population.items()}
-        self._summaries(objectives)
+        self._summaries(population, objectives)
         if not may_replace(
             frame, state.frames_at_start, self.settings.start_after, self.settings.initial_delay
         ):
@@ -180,16 +180,15 @@ class MemberObserver(AlgoObserver):
         assert source is not None  # a donor is among the best, whose records are known
         raise Restart(decision, source, params, changes)
 
-    def _summaries(self, objectives: Mapping[int, float | None]) -> None:
+    def _summaries(
+        self, population: Mapping[int, Record | None], objectives: Mapping[int, float | None]
+    ) -> None:
         """The population's best at this iteration, kept in ``best<member>/``, and this
         member's hyperparameters, to TensorBoard (``pbt/*``)."""
-        order = ranked(objectives)
-        leader = order[0]
-        best = objectives[leader]
-        if best is not None:
-            record = self.workspace.population(self.state.iteration or 0)[leader]
-            if record is not None:
-                self.workspace.keep_best(self.state.member, record, self.task_name, self.algo.frame)
+        leader = ranked(objectives)[0]
+        best, record = objectives[leader], population[leader]
+        if record is not None:
+            self.workspace.keep_best(self.state.member, record, self.task_name, self.algo.frame)
         writer = getattr(self.algo, "writer", None)
         if writer is None:
             return

@@ -1,0 +1,53 @@
+"""The collective guard names who a timed-out collective waited for: a GMI behind, or one of this
+host that reached it and was then stopped by a signal or exited."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from isaacgymenvs_gmi.comm.folder_store import FolderStore
+from isaacgymenvs_gmi.gmi.guard import CollectiveGuard
+
+
+def _failing() -> None:
+    raise RuntimeError("Timed out waiting 8000ms for send operation to complete")
+
+
+def _diagnosis(tmp_path, peer_record: str) -> str:
+    store = FolderStore(str(tmp_path))
+    guard = CollectiveGuard(store, 0, 2, timeout_s=8)
+    store.set("gmi/progress/1", peer_record)
+    try:
+        guard("grads", _failing)
+    except RuntimeError as err:
+        return str(err)
+    raise AssertionError("the collective did not fail")
+
+
+def test_a_gmi_behind_is_named_with_its_last_collective(tmp_path):
+    message = _diagnosis(tmp_path, "0 some-host:1 start")
+    assert "missing: GMI 1 (stuck after collective #0: start)" in message
+
+
+def test_a_gmi_stopped_after_reaching_the_collective_is_named(tmp_path):
+    peer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        os.kill(peer.pid, signal.SIGSTOP)
+        message = _diagnosis(tmp_path, f"1 {socket.gethostname()}:{peer.pid} grads")
+        assert "missing: GMI 1 (reached it, then stopped by a signal" in message, message
+    finally:
+        peer.kill()
+        peer.wait()
+    message = _diagnosis(tmp_path / "gone", f"1 {socket.gethostname()}:{peer.pid} grads")
+    assert "missing: GMI 1 (reached it, then exited)" in message, message
+
+
+def test_a_running_gmi_that_reached_it_is_not_blamed(tmp_path):
+    message = _diagnosis(tmp_path, f"1 {socket.gethostname()}:{os.getpid()} grads")
+    assert "every GMI reached it" in message
+    elsewhere = _diagnosis(tmp_path / "b", "1 another-host:1 grads")  # a pid of another machine
+    assert "every GMI reached it" in elsewhere
