@@ -209,19 +209,23 @@ class _Member:
     def _restart(self, restart: Restart) -> None:
         """Go on from ``restart.source`` with ``restart.params``, keeping this member's own
         epoch and frame count (a donor's checkpoint is copied first: its member may prune it)."""
+        import torch
+
         from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 
         state, agent = self.state, self.observer.algo
         began = time.monotonic()
         decision, source = restart.decision, restart.source
+        self._drop_env()
         folder = os.path.join(self.workspace.member_dir(state.member), "incoming")
         os.makedirs(folder, exist_ok=True)
+        for old in os.listdir(folder):  # the last restart's copy, loaded long since
+            os.remove(os.path.join(folder, old))
         copied = self.workspace.copy_checkpoint(source, folder)
         if copied is None:
             self.say(
                 f"member {source.member}'s iteration {source.iteration} is gone; keeps training"
             )
-            state.checkpoint = None
             return self._resume_own()
         checkpoint = read_checkpoint(copied)
         # the epoch under way is dropped: it is played again with the new learner
@@ -229,9 +233,7 @@ class _Member:
         history = list(checkpoint.get("pbt_history", []))
         history.append((state.member, int(agent.frame), self.observer.objective.value))
         checkpoint["pbt_history"] = history
-        import torch
-
-        torch.save(checkpoint, copied)
+        torch.save(checkpoint, copied)  # this member's own copy: nobody else reads it
         changes = ", ".join(c.describe() for c in _real(restart.changes)) or "none changed"
         weights = state_fingerprint(checkpoint["model"])
         if decision.action == "replace":
@@ -246,7 +248,6 @@ class _Member:
             self.say(f"mutates ({decision.why}): {changes}")
         if _real(restart.changes):
             state.mutated += 1
-        self._drop_env()
         state.params, state.checkpoint = restart.params, copied
         state.objective, state.measured = source.objective, False  # until its own is known
         state.frames_at_start = None  # start_after counts from here
@@ -266,8 +267,12 @@ class _Member:
         )
 
     def _resume_own(self) -> None:
+        """Go on from this member's own newest record (the start where it has none)."""
         latest = self.workspace.latest(self.state.member)
-        self.state.checkpoint = latest.checkpoint if latest is not None else None
+        self.state.checkpoint = (
+            latest.checkpoint if latest is not None else self.ctx.plan.checkpoint
+        )
+        self.state.frames_at_start, self.state.iteration = None, None
 
     def _recover(self, err: Exception) -> None:
         """An error in training: start again from the newest own record, or fail."""
@@ -286,12 +291,9 @@ class _Member:
         )
         log.warning("PBT member %d error", self.state.member, exc_info=err)
         self._drop_env()
-        self.state.checkpoint = (
-            latest.checkpoint if latest is not None else self.ctx.plan.checkpoint
-        )
+        self._resume_own()
         if latest is not None:
             self.state.params = {**self.state.params, **latest.params}
-        self.state.frames_at_start, self.state.iteration = None, None
 
     def _finish(self, agent: Any, stats: Any) -> RunResult:
         """The member's final state in the workspace; GMI 0 waits for the others and says
