@@ -16,8 +16,9 @@ from isaacgymenvs_gmi.config import register_resolvers
 
 CFG_DIR = Path(__file__).resolve().parents[1] / "cfg"
 
-# Env fixtures for every test folder: task configs, a session-wide env cache, restart/step
-pytest_plugins = ["tests.env_fixtures"]
+# Fixtures for every test folder: task configs, a session-wide env cache, restart/step (env
+# fixtures); nothing_may_start, the guard of the before-start tests
+pytest_plugins = ["tests.env_fixtures", "tests.nothing_starts"]
 
 Compose = Callable[..., DictConfig]
 

@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from isaacgymenvs_gmi.runners.pbt.member import state_fingerprint
 from isaacgymenvs_gmi.runners.pbt.workspace import Workspace
 from tests.gmi.launched_run import LaunchedRun
+from tests.gmi.test_gmi_runtime import train
 from tests.pbt_upstream_files import write_upstream_pbt_files
-from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 POPULATION = (
@@ -47,23 +46,10 @@ CONTINUES = re.compile(
 MUTATES = re.compile(r"^\[PBT\] member (\d): mutates \(.*\): (.*)$", re.MULTILINE)
 
 
-def _train(
-    tmp_path: Path, *args: str, timeout: float = 300, env: dict | None = None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(timeout),
-        env={**os.environ, **(env or {})},
-    )
-
-
 @pytest.fixture(scope="module")
 def population(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     tmp = tmp_path_factory.mktemp("pbt")
-    run = _train(tmp, *POPULATION, "max_iterations=60", "seed=3")
+    run = train(*POPULATION, "max_iterations=60", "seed=3", tmp_path=tmp)
     assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-3000:]
     return run, tmp / "runs"
 
@@ -150,17 +136,17 @@ def test_upstreams_pbt_files_compose_and_start_unchanged(tmp_path):
         "pbt/mutation=ant_mutation",
         "gmi.per_gpu=3",
     )
-    refused = _train(tmp_path, *common, timeout=120)
+    refused = train(*common, tmp_path=tmp_path, timeout=120)
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert "pbt.num_policies=8" in refused.stderr
     assert not (tmp_path / "runs").exists()
-    run = _train(
-        tmp_path,
+    run = train(
         *common,
         "pbt.num_policies=3",
         "num_envs=64",
         "train.params.config.minibatch_size=512",
         "max_iterations=2",
+        tmp_path=tmp_path,
     )
     assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-2000:]
     assert "[PBT x3] epoch 2/2" in run.stdout
@@ -170,9 +156,9 @@ def test_upstreams_pbt_files_compose_and_start_unchanged(tmp_path):
 
 
 def test_a_member_that_fails_restarts_from_its_newest_record(tmp_path):
-    run = _train(
-        tmp_path, *POPULATION, "max_iterations=24", "pbt.replace_fraction_worst=0.01",
-        env={"ISAACGYMENVS_GMI_FAULT": "1:crash:12"},
+    run = train(
+        *POPULATION, "max_iterations=24", "pbt.replace_fraction_worst=0.01",
+        tmp_path=tmp_path, env={"ISAACGYMENVS_GMI_FAULT": "1:crash:12"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     restarted = re.search(

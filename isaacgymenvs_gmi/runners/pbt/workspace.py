@@ -210,7 +210,8 @@ class Workspace:
     # -- live status -----------------------------------------------------------------------
 
     def write_live(self, member: int, status: Mapping[str, Any]) -> None:
-        write_atomically(self.live_path(member), json.dumps(dict(status)).encode())
+        # every epoch: whole for its readers, but not worth a flush to disk each time
+        write_atomically(self.live_path(member), json.dumps(dict(status)).encode(), durable=False)
 
     def read_live(self) -> dict[int, dict[str, Any]]:
         """Every member's latest status that can be read (members not started yet: absent)."""
