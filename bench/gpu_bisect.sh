@@ -7,7 +7,12 @@
 #
 #   bash bench/gpu_bisect.sh OUTDIR [BUDGET_S]     (run through bench/gpu_suite.sh OUTDIR bisect)
 #
-# H200 results so far: bench/results/gpu_h200/bisect/.
+# The controls first: the default (held hand-offs, sim/handoff.py) against the unheld hand-offs
+# of before, one process at the failing size (if it fails too, GMIs are not the cause: MJX or the
+# reset pool at 1366 worlds is), and the unheld case with every launch synchronous or with
+# gmi.debug.sync (if either makes it clean, a stream or lifetime race is the cause).
+#
+# H200 results so far (before the controls existed): bench/results/gpu_h200/bisect/.
 set -uo pipefail
 out=${1:?usage: bench/gpu_bisect.sh OUTDIR [BUDGET_S]}
 budget=${2:-540}
@@ -15,28 +20,33 @@ epochs=${BISECT_EPOCHS:-6}
 py=${PYTHON:-python3}
 mkdir -p "$out"
 three="gmi.per_gpu=3 num_envs=1366 train.params.config.minibatch_size=10928"
-variants=(  # name|overrides, most telling first
-    "three_as_configured|$three"
-    "three_no_compile|$three +train.params.config.torch_compile=False"
-    "three_no_fp16|$three train.params.config.mixed_precision=False"
-    "three_host_staged|$three gmi.intra_device=shm"
-    "two_gmis_1366|gmi.per_gpu=2 num_envs=1366 train.params.config.minibatch_size=10928"
-    "three_gmis_1024|gmi.per_gpu=3 num_envs=1024 train.params.config.minibatch_size=8192"
+bare="gmi.debug.handoffs=bare"  # torch/JAX buffers crossing unheld, as before sim/handoff.py
+variants=(  # name|environment|overrides, most telling first
+    "three_as_configured||$three"
+    "three_bare_handoffs||$three $bare"
+    "one_process_1366||gmi.per_gpu=1 num_envs=1366 train.params.config.minibatch_size=10928"
+    "three_bare_launch_blocking|CUDA_LAUNCH_BLOCKING=1|$three $bare"
+    "three_bare_debug_sync||$three $bare gmi.debug.sync=true"
+    "three_no_compile||$three +train.params.config.torch_compile=False"
+    "three_no_fp16||$three train.params.config.mixed_precision=False"
+    "three_host_staged||$three gmi.intra_device=shm"
+    "two_gmis_1366||gmi.per_gpu=2 num_envs=1366 train.params.config.minibatch_size=10928"
+    "three_gmis_1024||gmi.per_gpu=3 num_envs=1024 train.params.config.minibatch_size=8192"
 )
 start=$SECONDS
 for v in "${variants[@]}"; do
-    name=${v%%|*} overrides=${v#*|}
+    IFS='|' read -r name environment overrides <<<"$v"
     left=$((budget - (SECONDS - start)))
     if ((left < 60)); then echo "$name: skipped, ${left}s left"; continue; fi
     limit=$((left < 150 ? left : 150))
     t0=$SECONDS
     # shellcheck disable=SC2086
-    timeout -k 10 "$limit" "$py" train.py task=Ant $overrides "max_iterations=$epochs" \
+    timeout -k 10 "$limit" env $environment "$py" train.py task=Ant $overrides "max_iterations=$epochs" \
         "train_dir=$out/runs" "experiment=$name" >"$out/$name.log" 2>&1
     rc=$?
     verdict=$(grep -o "non-finite values.*after epoch [0-9]*: [^.]*" "$out/$name.log" | head -1)
     nan_scalars=$(grep -c "NaN or Inf found in input tensor" "$out/$name.log")
     last=$(grep -o "epoch [0-9]*/[0-9]*.*" "$out/$name.log" | tail -1 | cut -c1-120)
-    echo "$name [$overrides]: exit $rc after $((SECONDS - t0))s; ${verdict:-learner finite};" \
+    echo "$name [${environment:+$environment }$overrides]: exit $rc after $((SECONDS - t0))s; ${verdict:-learner finite};" \
         "$nan_scalars non-finite scalars; last: ${last:-none}"
 done

@@ -30,9 +30,11 @@ for sub in tasks patches; do
     fi
 done
 trap 'rm -f "${links[@]}"' EXIT
-# GPU tests in order of value: the card is seen, an MPS daemon we start is stopped, GMIs sharing
-# it reduce exactly, two MPS GMIs train, experience crosses CUDA IPC; then the rest
+# GPU tests in order of value: 3 MPS GMIs train Ant finite with a rising reward (the case that
+# went NaN), the card is seen, an MPS daemon we start is stopped, GMIs sharing it reduce exactly,
+# two MPS GMIs train, experience crosses CUDA IPC; then the rest
 first_tests=(
+    tests/gmi/test_gmi_gpu.py::test_three_mps_gmis_train_ant_finite_with_a_rising_reward
     tests/gmi/test_gmi_gpu.py::test_nvml_inventory_sees_the_gpu
     tests/gmi/test_gmi_gpu.py::test_mps_daemon_we_start_is_stopped
     tests/comm/test_comm_gpu.py

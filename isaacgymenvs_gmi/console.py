@@ -54,6 +54,8 @@ ONCE_PER_RUN = (re.compile(r"^WARNING: Max (epochs|frames) reached before any en
 DROPPED_LOGS = (
     # JAX's probe of accelerator plugins that are not installed
     ("jax._src.xla_bridge", re.compile(r"Unable to initialize backend '(tpu|rocm)'")),
+    # JAX's compile cache switched off and on around a program compiled to be stored whole
+    ("jax._src.compilation_cache", re.compile(r"^Resetting cache at ")),
     # PyOpenGL (imported for headless video) without its optional C speed-ups
     ("OpenGL.acceleratesupport", re.compile(r"^No OpenGL_accelerate module loaded")),
 )

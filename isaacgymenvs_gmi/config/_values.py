@@ -62,6 +62,14 @@ def check_int(key: str, value: Any, *, minimum: int) -> int:
     return number
 
 
+def check_flag(key: str, value: Any) -> bool:
+    """A boolean, as YAML and Hydra's command line give one (``true``/``false``)."""
+    value = to_plain(value)
+    if not isinstance(value, bool):
+        raise ConfigError(key, value, "must be true or false")
+    return value
+
+
 def check_choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     """One of ``allowed``, compared case-insensitively; returns the canonical spelling."""
     if isinstance(value, str):

@@ -14,6 +14,7 @@ from ._values import (
     to_plain,
 )
 from .async_mode import AsyncSettings
+from .debug import DebugSettings
 from .errors import ConfigError
 from .plan import PlanSettings, is_auto
 
@@ -78,6 +79,7 @@ class GmiConfig:
         async_: ``gmi.async.*``, the A3C runner's settings.
         plan: ``gmi.plan.*``, how ``gmi.per_gpu=auto`` is searched. A run is planned with a
             number: the planner (:mod:`isaacgymenvs_gmi.planner`) replaces ``auto`` first.
+        debug: ``gmi.debug.*``, switches for diagnosing races (off by default).
     """
 
     per_gpu: int = 1
@@ -95,6 +97,7 @@ class GmiConfig:
     start: GmiStart = "auto"
     async_: AsyncSettings = AsyncSettings()
     plan: PlanSettings = PlanSettings()
+    debug: DebugSettings = DebugSettings()
 
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str = "gmi") -> GmiConfig:
@@ -159,6 +162,7 @@ class GmiConfig:
         start = check_choice(f"{prefix}.start", given.get("start", defaults.start), GMI_STARTS)
         async_ = AsyncSettings.from_cfg(given.get("async"), prefix=f"{prefix}.async")
         plan = PlanSettings.from_cfg(given.get("plan"), prefix=f"{prefix}.plan")
+        debug = DebugSettings.from_cfg(given.get("debug"), prefix=f"{prefix}.debug")
 
         return cls(
             per_gpu=per_gpu,
@@ -176,6 +180,7 @@ class GmiConfig:
             start=cast(GmiStart, start),
             async_=async_,
             plan=plan,
+            debug=debug,
         )
 
 

@@ -61,7 +61,12 @@ class GmiGroup:
         if self.rank >= k:
             return None
         guard = CollectiveGuard(
-            self.store, self.rank, k, self.timeout_s, key=f"gmi/progress/{name}/{{}}"
+            self.store,
+            self.rank,
+            k,
+            self.timeout_s,
+            key=f"gmi/progress/{name}/{{}}",
+            after=self.guard.after,
         )
         return GmiGroup(
             self.rank, k, guard, self.store, self.startup_timeout_s, handle, self.threads

@@ -33,9 +33,19 @@ class CollectiveGuard:
     """Runs this GMI's collectives; ``store`` is shared by all GMIs. ``key``: where each
     member records its progress (a subgroup's guard has its own)."""
 
-    def __init__(self, store: Store, rank: int, world_size: int, timeout_s: float, key: str = KEY):
+    def __init__(
+        self,
+        store: Store,
+        rank: int,
+        world_size: int,
+        timeout_s: float,
+        key: str = KEY,
+        after: Callable[[], None] | None = None,
+    ):
+        """``after``: called once each collective has returned (``gmi.debug.sync`` waits for
+        the device there)."""
         self.store, self.rank, self.world_size = store, rank, world_size
-        self.timeout_s, self.key = timeout_s, key
+        self.timeout_s, self.key, self.after = timeout_s, key, after
         self.count = 0
         self.where = f"{socket.gethostname()}:{os.getpid()}"  # host:pid, no spaces
         self.store.set(key.format(rank), f"0 {self.where} start")
@@ -44,9 +54,12 @@ class CollectiveGuard:
         self.count += 1
         self.store.set(self.key.format(self.rank), f"{self.count} {self.where} {what}")
         try:
-            return fn()
+            result = fn()
         except RuntimeError as err:  # gloo/NCCL timeouts and peer resets
             raise GmiTimeoutError(self.diagnose(what, err)) from err
+        if self.after is not None:
+            self.after()
+        return result
 
     def diagnose(self, what: str, err: BaseException) -> str:
         behind = []

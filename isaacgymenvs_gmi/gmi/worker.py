@@ -219,7 +219,13 @@ def _join_and_run(
         from .status import say
 
         say(resources.describe(plan.gmi_backend))
-        guard = CollectiveGuard(store, rank, world, timeout)
+        debug = plan.gmi.debug
+        if debug.active and rank == 0:
+            say(debug.describe())
+        after = None
+        if debug.sync:
+            from isaacgymenvs_gmi.sim.handoff import sync_devices as after
+        guard = CollectiveGuard(store, rank, world, timeout, after=after)
         group = GmiGroup(
             rank, world, guard, store, STARTUP_TIMEOUT_FACTOR * timeout, threads=resources.threads
         )

@@ -1,14 +1,21 @@
-"""Stop training at the first epoch that leaves a NaN or an infinity in the learner's state.
+"""Stop training at the first epoch that leaves a NaN or an infinity in the learner's state, its
+losses or the rewards it would report.
 
 A policy whose weights (or normaliser statistics) went non-finite never recovers: every later
 action is NaN, the physics integrates NaN states that never trip a termination check, and the
-run burns its budget printing ``nan`` or nothing. Checking once per epoch costs one device sync.
+run burns its budget printing ``nan`` or nothing. With fp16 training the weights can stay finite
+while every update is skipped (the gradient scaler drops non-finite gradients), so the epoch's
+losses are checked too, and the mean reward about to be reported. The check runs before the
+epoch's progress line, statistics and checkpoints, so none of them comes from a non-finite epoch.
+Checking once per epoch costs one device sync.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -34,9 +41,44 @@ def non_finite_tensors(modules: Iterable[torch.nn.Module]) -> list[str]:
     return [n for n, ok in zip(names, finite.tolist(), strict=True) if not ok]
 
 
-def ensure_finite(modules: Iterable[torch.nn.Module], epoch: int) -> None:
-    """Raise :class:`NonFiniteState` naming the tensors if any of ``modules`` went non-finite."""
-    bad = non_finite_tensors(modules)
+def epoch_values(result: Sequence[Any], mean_reward: Any = None) -> dict[str, Any]:
+    """The values of an rl-games ``train_epoch`` ``result`` that must be finite, by name: its
+    losses (``(step, play, update, total times, a_losses, c_losses[, b_losses], entropies, kls,
+    lr, lr_mul)``, each a list of per-minibatch values) and ``mean_reward`` where given."""
+    names = ("a_loss", "c_loss", "b_loss", "entropy", "kl")
+    losses = list(result[4:-2])
+    if len(losses) == 4:  # the discrete agent has no bound loss
+        names = ("a_loss", "c_loss", "entropy", "kl")
+    found = dict(zip(names, losses, strict=False))
+    if mean_reward is not None:
+        found["mean reward"] = mean_reward
+    return found
+
+
+def non_finite_values(values: Mapping[str, Any]) -> list[str]:
+    """Names in ``values`` (each a number, array or tensor, or a list of them) holding NaN or
+    inf."""
+    bad = []
+    for name, value in values.items():
+        items = value if isinstance(value, list | tuple) else [value]
+        tensors = [t.detach().reshape(-1).float() for t in items if isinstance(t, torch.Tensor)]
+        others = [np.asarray(x, np.float64) for x in items if not isinstance(x, torch.Tensor)]
+        finite = all(np.isfinite(x).all() for x in others)
+        if finite and tensors:  # one device sync per name
+            finite = bool(
+                torch.isfinite(torch.cat([t.to(tensors[0].device) for t in tensors])).all()
+            )
+        if not finite:
+            bad.append(name)
+    return bad
+
+
+def ensure_finite(
+    modules: Iterable[torch.nn.Module], epoch: int, values: Mapping[str, Any] | None = None
+) -> None:
+    """Raise :class:`NonFiniteState` naming the tensors (and the ``values``, see
+    :func:`epoch_values`) if any of ``modules`` or ``values`` went non-finite."""
+    bad = non_finite_tensors(modules) + non_finite_values(values or {})
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         raise NonFiniteState(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from isaacgymenvs_gmi.config.debug import DebugSettings
 from isaacgymenvs_gmi.tasks import TaskLogic, get_task_class, is_vec_task_class
 
 from .compile_cache import compile_counts
@@ -25,11 +26,13 @@ def make_env(
     seed: int = 0,
     states_for_critic: bool = False,
     headless: bool = True,
+    debug: DebugSettings | None = None,
 ) -> VecTask | ForeignVecTask:
     """The env of task ``task_config['name']`` with ``task_config['env']['numEnvs']`` envs.
 
-    ``physics`` and ``seed`` apply to our tasks; a VecTask class builds its own simulation on
-    ``sim_device`` (torch's global seed, set by the caller, is what it sees)."""
+    ``physics``, ``seed`` and ``debug`` (``gmi.debug.*``) apply to our tasks; a VecTask class
+    builds its own simulation on ``sim_device`` (torch's global seed, set by the caller, is what
+    it sees)."""
     cls = get_task_class(task_config["name"])
     if is_task_logic(cls):
         compile_counts()  # count this process's XLA programs from the first one on
@@ -41,6 +44,7 @@ def make_env(
             physics=physics,
             seed=seed,
             states_for_critic=states_for_critic,
+            debug=debug,
         )
     if not is_vec_task_class(cls):
         raise TypeError(

@@ -1,7 +1,8 @@
 """IsaacGymEnvs' ``VecTask`` interface over our physics backends (torch on the outside).
 
-Everything the learner sees is a torch tensor on ``rl_device``; JAX results cross over by DLPack,
-without copies where source and destination share a device.
+Everything the learner sees is a torch tensor on ``rl_device``. Actions and JAX results cross
+between the frameworks by DLPack under :mod:`.handoff`'s rule: every exchanged buffer is ours and
+held until its consumer has passed it (on a GPU: one small device copy per direction and step).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import jax
 import numpy as np
 import torch
 
+from isaacgymenvs_gmi.config.debug import DebugSettings
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
 from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
 from .gymnasium_view import GymnasiumView
+from .handoff import HandOffs
 from .model import compile_task_model
 from .noise import EnvNoise
 from .render import OffscreenRenderer
@@ -46,13 +49,6 @@ class PhysicsOptions:
 def available_cores() -> int:
     """Cores this process may run on (its affinity mask: a GMI's own core set)."""
     return len(os.sched_getaffinity(0))
-
-
-def to_torch(x: jax.Array | np.ndarray, device: torch.device) -> torch.Tensor:
-    """A JAX array (or a host view of one) as a torch tensor on ``device``, through DLPack:
-    zero-copy when it already lives there."""
-    t = torch.from_dlpack(x)
-    return t if t.device == device else t.to(device, non_blocking=True)
 
 
 def _key_of(config: dict[str, Any]) -> bytes:
@@ -81,6 +77,9 @@ class VecTask:
 
     ``states_for_critic``: also publish ``obs_dict['states']`` (N, num_states) for a central value
     net; a task without privileged states hands the critic the actor's observations.
+
+    ``debug``: ``gmi.debug.*`` (:mod:`.handoff`: device waits around every hand-off, or the
+    unheld hand-offs of a bisection).
     """
 
     def __init__(
@@ -96,8 +95,10 @@ class VecTask:
         physics: PhysicsOptions | None = None,
         seed: int = 0,
         states_for_critic: bool = False,
+        debug: DebugSettings | None = None,
     ):
         physics = physics or PhysicsOptions()
+        debug = debug or DebugSettings()
         self.cfg = config
         env_cfg = config["env"]
         task_cls = get_task_class(config["name"])
@@ -130,6 +131,9 @@ class VecTask:
         self.graphics_device_id = graphics_device_id
         self.headless = headless
         self._torch_rl_device = torch.device(rl_device)
+        self.handoffs = HandOffs(
+            self._torch_rl_device, sync=debug.sync, bare=debug.handoffs == "bare"
+        )
         fps = max(1, round(1.0 / (self.dt * self.control_freq_inv)))  # env steps per second
         self.render_mode = "rgb_array"  # what render() draws (gymnasium's RecordVideo reads it)
         self.metadata = {  # gymnasium's keys and old gym's, for either RecordVideo
@@ -224,6 +228,8 @@ class VecTask:
         if self.noise is not None:
             actions = self.noise.on_actions(actions)  # before the backend clips them
         out = self.backend.step(self._actions_for_backend(actions))
+        if not isinstance(out, StepOutput):
+            self.handoffs.stepped(out)
         self.control_steps += 1
         result = self._publish(out)
         physics_steps = self.control_steps * self.control_freq_inv
@@ -309,11 +315,12 @@ class VecTask:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+        self.handoffs.close()
         self.backend.close()
 
     # --- internals --------------------------------------------------------------------------
     def _adopt(self, x: jax.Array | np.ndarray) -> torch.Tensor:
-        return to_torch(x, self._torch_rl_device)
+        return self.handoffs.to_torch(x)
 
     def _actions_for_backend(self, actions: torch.Tensor):
         actions = actions.detach()
@@ -321,7 +328,7 @@ class VecTask:
             if actions.device.type != "cpu" or actions.dtype != torch.float32:
                 actions = actions.to("cpu", torch.float32)
             return actions.numpy()
-        return jax.dlpack.from_dlpack(actions.to(torch.float32).contiguous())
+        return self.handoffs.actions_to_jax(actions)
 
     def _set_obs(self, obs: torch.Tensor) -> None:
         self.obs_dict["obs"] = obs

@@ -8,6 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from isaacgymenvs_gmi.config import GMI_BACKENDS, GMI_COMMS, GMI_MODES, ConfigError, GmiConfig
+from isaacgymenvs_gmi.config.debug import DebugSettings
 
 GMI_YAML = Path(__file__).resolve().parents[2] / "cfg" / "gmi" / "default.yaml"
 
@@ -40,6 +41,8 @@ def test_missing_keys_take_defaults():
         ({"intra_device": "SHM"}, "intra_device", "shm"),
         ({"sm_percent": [30, 70.5]}, "sm_percent", (30.0, 70.5)),
         ({"sm_percent": (100,)}, "sm_percent", (100.0,)),
+        ({"debug": {"sync": True}}, "debug", DebugSettings(sync=True)),
+        ({"debug": {"handoffs": "bare"}}, "debug", DebugSettings(handoffs="bare")),
     ],
 )
 def test_good_values(given, field, expected):
@@ -74,6 +77,13 @@ def test_from_dictconfig_with_list():
         ({"sm_percent": [101]}, "gmi.sm_percent[0]=101: must be a number in (0, 100]"),
         ({"sm_percent": ["x"]}, "gmi.sm_percent[0]='x': must be a number in (0, 100]"),
         ({"per_gpus": 2}, "gmi.per_gpus=2: unknown key; known keys under gmi: per_gpu, num_gpus"),
+        ({"debug": {"sync": "yes"}}, "gmi.debug.sync='yes': must be true or false"),
+        ({"debug": {"sync": 1}}, "gmi.debug.sync=1: must be true or false"),
+        ({"debug": {"handoffs": "no"}}, "gmi.debug.handoffs='no': must be one of 'held', 'bare'"),
+        (
+            {"debug": {"syncs": True}},
+            "gmi.debug.syncs=True: unknown key; known keys under gmi.debug: sync, handoffs",  # noqa: E501,
+        ),
     ],
 )
 def test_bad_values(given, message):

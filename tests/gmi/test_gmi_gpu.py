@@ -5,6 +5,7 @@ Marked ``gpu``: skipped on machines without CUDA (CI); run them where a GPU is l
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from isaacgymenvs_gmi.gmi.mps import daemon_running, mps_daemon
 from isaacgymenvs_gmi.placement.inventory import detect_inventory
+from tests.gmi.test_gmi_runtime import progress
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +73,36 @@ def train(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=budget(900),
     )
+
+
+def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
+    """The case that went NaN from epoch 1 on an H200: 3 MPS GMIs x 1366 envs, Ant on MJX with
+    AntPPO's own settings (fp16, torch.compile). The learner check stops a run at the first
+    epoch with NaN or inf in its weights, losses or reward, so exit 0 means 20 finite epochs."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "task=Ant",
+            "gmi.per_gpu=3",
+            "gmi.backend=mps",
+            "num_envs=1366",
+            "train.params.config.minibatch_size=10928",
+            "max_iterations=20",
+            f"train_dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=budget(900),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "[GMI x3] epoch 20/20 " in proc.stdout and "non-finite" not in proc.stderr
+    rows = progress(proc.stdout)  # epochs before the first finished episode show no reward
+    rewards = [r for g, _, r in rows if g == 3]
+    assert len(rewards) >= 12 and all(math.isfinite(r) for r in rewards), rewards
+    # one process at 4096 envs went from ~10 (epochs 3-5) to ~60 (epochs 18-20) on an H200
+    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 10.0, rewards
 
 
 @pytest.mark.parametrize("backend", ["mps", "direct"])

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from isaacgymenvs_gmi.comm.folder_store import FolderStore
 from isaacgymenvs_gmi.gmi.guard import CollectiveGuard
 from isaacgymenvs_gmi.gmi.liveness import process_state
@@ -56,3 +58,13 @@ def test_a_running_gmi_that_reached_it_is_not_blamed(tmp_path):
     assert "every GMI reached it" in message
     elsewhere = _diagnosis(tmp_path / "b", "1 another-host:1 grads")  # a pid of another machine
     assert "every GMI reached it" in elsewhere
+
+
+def test_the_after_hook_runs_once_each_collective_has_returned(tmp_path):
+    """``gmi.debug.sync`` waits for the device there; a failed collective is diagnosed instead."""
+    calls = []
+    guard = CollectiveGuard(FolderStore(str(tmp_path)), 0, 1, 8, after=lambda: calls.append(1))
+    assert guard("grads", lambda: "reduced") == "reduced" and calls == [1]
+    with pytest.raises(RuntimeError, match="missing|reached"):
+        guard("grads", _failing)
+    assert calls == [1]

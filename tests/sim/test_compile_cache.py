@@ -1,6 +1,7 @@
 """The persistent compile cache: a second run loads every program (the big ones whole, not even
 traced) and compiles none, and trains the same; an entry written for another CPU is never read;
-``off`` writes nothing."""
+``off`` writes nothing. The warm runs also switch ``gmi.debug.sync`` on (device waits after every
+env step and collective), which must change nothing but the speed."""
 
 from __future__ import annotations
 
@@ -56,13 +57,13 @@ def _mjx_cartpole(tmp_path: Path, runs: Path, cache: Path, *extra: str, env=None
     return proc
 
 
-def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = None):
+def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = None, *extra: str):
     """A 2-epoch run; returns (loaded whole, loaded, compiled, the final weights)."""
     env = {**os.environ}
     if fingerprint is not None:
         env[compile_cache.CPU_FINGERPRINT_ENV] = fingerprint
     runs = tmp_path / name
-    proc = _mjx_cartpole(tmp_path, runs, cache, "max_iterations=2", env=env)
+    proc = _mjx_cartpole(tmp_path, runs, cache, "max_iterations=2", *extra, env=env)
     whole, loaded, compiled = _counts(COUNTS.search(proc.stderr))
     assert re.search(r"start-up [\d.]+ s to the first epoch: imports [\d.]+ s, ", proc.stderr)
     (checkpoint,) = runs.glob("*/nn/last_*.pth")
@@ -74,7 +75,9 @@ def test_a_second_run_loads_every_program_compiles_none_and_trains_the_same(tmp_
     cache = tmp_path / "cache"
     whole, loaded, compiled, cold = _train(tmp_path, "cold", cache)
     assert whole == loaded == 0 and compiled > 0
-    whole, loaded, compiled_again, warm = _train(tmp_path, "warm", cache)
+    whole, loaded, compiled_again, warm = _train(
+        tmp_path, "warm", cache, None, "gmi.debug.sync=true"
+    )
     assert compiled_again == 0 and whole + loaded == compiled
     assert whole >= 3  # the MJX step, its start and its blank worlds, not even traced
     assert cold.keys() == warm.keys()
@@ -114,9 +117,15 @@ def test_the_command_shows_and_clears_the_cache(tmp_path):
 def test_three_gmis_on_a_cold_cache_compile_each_program_once(tmp_path):
     """The device's first GMI compiles (on a throwaway env) and the other two load it all."""
     proc = _mjx_cartpole(
-        tmp_path, tmp_path / "runs", tmp_path / "cache", "max_iterations=1", "gmi.per_gpu=3"
+        tmp_path,
+        tmp_path / "runs",
+        tmp_path / "cache",
+        "max_iterations=1",
+        "gmi.per_gpu=3",
+        "gmi.debug.sync=true",
     )
     text = proc.stdout + proc.stderr
+    assert "gmi.debug.sync: every env step and collective waits for the device" in text
     _, _, compiled = _counts(COUNTS.search(text))
     whole, loaded, compiled_by_others = _counts(OTHERS.search(text))
     assert compiled > 0 and compiled_by_others == 0, proc.stderr[-3000:]

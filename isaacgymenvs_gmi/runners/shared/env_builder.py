@@ -31,6 +31,7 @@ def env_builder(ctx: GmiContext, seed: int) -> Callable[[], Any]:
             physics=physics,
             seed=seed,
             states_for_critic=plan.train.central_value,
+            debug=plan.gmi.debug,
         )
 
     return build

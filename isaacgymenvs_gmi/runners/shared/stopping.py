@@ -13,7 +13,7 @@ from rl_games.algos_torch.a2c_continuous import A2CAgent
 from isaacgymenvs_gmi import startup_clock
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
-from isaacgymenvs_gmi.rl.finite_check import ensure_finite
+from isaacgymenvs_gmi.rl.finite_check import ensure_finite, epoch_values
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,8 @@ class StoppableAgent(A2CAgent):
         self._epoch_starts.append(time.perf_counter())
         self.before_epoch(self.epoch_num + 1)
         result = super().train_epoch()
-        ensure_finite(self._learner_modules(), self.epoch_num)
+        reward = self.game_rewards.get_mean() if self.game_rewards.current_size else None
+        ensure_finite(self._learner_modules(), self.epoch_num, epoch_values(result, reward))
         self._last_end = time.perf_counter()
         self.end_epoch(result)
         signum = self.should_stop()

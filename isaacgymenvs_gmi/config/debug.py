@@ -1,0 +1,55 @@
+"""Typed form of ``gmi.debug.*``: switches for finding bugs, off (and free) by default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Literal, cast, get_args
+
+from ._values import as_mapping, check_choice, check_flag, check_known_keys
+
+HandOffs = Literal["held", "bare"]
+HANDOFFS: tuple[HandOffs, ...] = get_args(HandOffs)
+
+
+@dataclass(frozen=True)
+class DebugSettings:
+    """Validated ``gmi.debug.*``.
+
+    Attributes:
+        sync: wait for the device (torch's kernels and JAX's programs) after every env step and
+            every collective between GMIs. A failure this removes is a stream or lifetime race.
+            Slow: for diagnosis only.
+        handoffs: how buffers cross between torch and JAX (:mod:`isaacgymenvs_gmi.sim.handoff`):
+            ``held`` (each buffer owned by us and kept until its consumer has passed it) or
+            ``bare`` (zero-copy and unheld, as before the rule existed: only to show in a
+            bisection what the rule changes).
+    """
+
+    sync: bool = False
+    handoffs: HandOffs = "held"
+
+    @classmethod
+    def from_cfg(cls, node: Any, *, prefix: str = "gmi.debug") -> DebugSettings:
+        given = as_mapping(prefix, node)
+        check_known_keys(prefix, given, tuple(f.name for f in fields(cls)))
+        d = cls()
+        return cls(
+            sync=check_flag(f"{prefix}.sync", given.get("sync", d.sync)),
+            handoffs=cast(
+                HandOffs,
+                check_choice(f"{prefix}.handoffs", given.get("handoffs", d.handoffs), HANDOFFS),
+            ),
+        )
+
+    @property
+    def active(self) -> bool:
+        """Whether any switch differs from a normal run."""
+        return self != DebugSettings()
+
+    def describe(self) -> str:
+        parts = []
+        if self.sync:
+            parts.append("gmi.debug.sync: every env step and collective waits for the device")
+        if self.handoffs == "bare":
+            parts.append("gmi.debug.handoffs=bare: torch/JAX buffers cross unheld (unsafe)")
+        return "; ".join(parts) + " (slow or unsafe: for diagnosis only)"
