@@ -116,11 +116,13 @@ STARTUP_LINE = re.compile(r"start-up [\d.]+ s to the first epoch.*")  # the run'
 EPOCH_LINE = re.compile(r"epoch:?\s+(\d+)/(\d+)")  # GMI 0's progress line (or rl-games')
 
 
-def run_logged(cmd: list[str], log_path: Path, limit_s: float) -> tuple[list, int, float]:
-    """Runs ``cmd`` (its own process group), logging its lines with their times; SIGINT at
-    ``limit_s`` (the graceful stop), SIGKILL 45 s later. Returns ((t, line) rows, exit code,
-    start time)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def run_logged(
+    cmd: list[str], log_path: Path, limit_s: float, env: dict[str, str] | None = None
+) -> tuple[list, int, float]:
+    """Runs ``cmd`` (its own process group; ``env`` added to this environment), logging its
+    lines with their times; SIGINT at ``limit_s`` (the graceful stop), SIGKILL 45 s later.
+    Returns ((t, line) rows, exit code, start time)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     t0 = time.monotonic()
     proc = subprocess.Popen(
         cmd,

@@ -16,9 +16,14 @@ run, all from the run's own output and NVML:
   the wall time its epoch line was printed) and the time to ``--target-reward``;
 - GPU utilisation (mean of 0.5 s NVML samples while training) and peak device memory.
 
-The ratio printed is k GMIs' env steps/s over the one-process run's, measured in the same call.
+The ratio printed is each run's env steps/s over the first run's, measured in the same call.
+Runs are ``--gmis K ...`` (MPS GMIs where K > 1) or named variants, ``--runs NAME:K[:WORDS]``,
+whose words are ``VAR=value`` environment settings (upper-case names) or train.py overrides:
 
     python bench/gpu_headline.py [--gmis 1 3] [--limit-s 200] [--out DIR]
+    python bench/gpu_headline.py --limit-s 90 --runs one:1 mps2:2 mps3:3 mps4:4 \
+        "mps3_uncapped:3:gmi.sm_percent=[100,100,100]" "direct3:3:gmi.backend=direct" \
+        "mps3_cmdbuf:3:XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUSTOM_CALL"
     python bench/gpu_headline.py --dry-run      # tiny, on the CPU: keeps the script from rotting
 """
 
@@ -32,6 +37,7 @@ import shutil
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -47,6 +53,29 @@ from common import (  # noqa: E402
 )
 
 NAN_REWARD = re.compile(r"reward:?\s+nan\b", re.IGNORECASE)
+ENV_WORD = re.compile(r"^[A-Z_][A-Z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One headline run: ``gmis`` GMIs sharing the total envs, with extra environment and
+    overrides (MPS GMIs where ``gmis`` > 1 unless the overrides name another backend)."""
+
+    name: str
+    gmis: int
+    env: dict[str, str] = field(default_factory=dict)
+    overrides: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> RunSpec:
+        """``NAME:K[:WORDS]``; each word is ``VAR=value`` (an upper-case name) or an override."""
+        name, _, rest = text.partition(":")
+        count, _, words = rest.partition(":")
+        if not name or not count.isdigit() or int(count) < 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected NAME:GMIS[:WORDS]")
+        env = dict(w.split("=", 1) for w in words.split() if ENV_WORD.match(w))
+        overrides = tuple(w for w in words.split() if not ENV_WORD.match(w))
+        return cls(name, int(count), env, overrides)
 
 
 class GpuSampler:
@@ -104,9 +133,10 @@ def reward_history(train_dir: Path) -> list[tuple[int, float]]:
     return found
 
 
-def train_command(args, gmis: int, iterations: int, train_dir: Path, *extra: str) -> list[str]:
-    """``python train.py`` for ``gmis`` GMIs sharing ``--total-envs`` (MPS on a GPU), with the
-    run's compile cache and overrides."""
+def train_command(args, spec: RunSpec, iterations: int, train_dir: Path, *extra: str) -> list[str]:
+    """``python train.py`` for ``spec.gmis`` GMIs sharing ``--total-envs`` (MPS on a GPU unless
+    ``spec`` names a backend), with the run's compile cache and overrides."""
+    gmis = spec.gmis
     per_gmi, minibatch = split_envs(args.total_envs, gmis, args.horizon, args.minibatches)
     cmd = [
         sys.executable,
@@ -120,23 +150,28 @@ def train_command(args, gmis: int, iterations: int, train_dir: Path, *extra: str
         *extra,
         f"gmi.compile_cache={args.cache}",
         *args.overrides,
+        *spec.overrides,
     ]
-    if gmis > 1 and not args.dry_run:
+    backend_named = any(w.startswith("gmi.backend=") for w in cmd)
+    if gmis > 1 and not args.dry_run and not backend_named:
         cmd.append("gmi.backend=mps")
     return cmd
 
 
-def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
+def measure(args, spec: RunSpec, out: Path, sampler: GpuSampler) -> dict:
+    gmis = spec.gmis
     per_gmi, minibatch = split_envs(args.total_envs, gmis, args.horizon, args.minibatches)
-    train_dir = out / "runs" / f"gmi{gmis}"
-    cmd = train_command(
-        args, gmis, args.max_iterations, train_dir, f"experiment=headline_gmi{gmis}"
-    )
-    print(f"== {gmis} GMI(s): {' '.join(cmd[1:]).replace(str(out), 'OUT')}", flush=True)
-    rows, code, t0 = run_logged(cmd, out / f"headline_gmi{gmis}.log", args.limit_s)
+    train_dir = out / "runs" / spec.name
+    cmd = train_command(args, spec, args.max_iterations, train_dir, f"experiment={spec.name}")
+    shown = " ".join([*(f"{k}={v}" for k, v in spec.env.items()), *cmd[1:]])
+    print(f"== {spec.name}, {gmis} GMI(s): {shown.replace(str(out), 'OUT')}", flush=True)
+    log = out / f"headline_{spec.name}.log"
+    rows, code, t0 = run_logged(cmd, log, args.limit_s, spec.env)
     epochs = epoch_times(rows)
     result: dict = {
+        "name": spec.name,
         "gmis": gmis,
+        "environment": spec.env,
         "envs_per_gmi": per_gmi,
         "total_envs": per_gmi * gmis,
         "minibatch_size": minibatch,
@@ -177,14 +212,15 @@ def measure(args, gmis: int, out: Path, sampler: GpuSampler) -> dict:
     return result
 
 
-def warm_startup(args, gmis: int, out: Path) -> dict:
+def warm_startup(args, spec: RunSpec, out: Path) -> dict:
     """Start-up of the same run again, its programs now in the compile cache: seconds to the
     first epoch line and the run's own start-up line (stopped after 2 epochs)."""
-    cmd = train_command(args, gmis, 2, out / "runs" / f"warm{gmis}")
-    rows, code, _ = run_logged(cmd, out / f"headline_warm_gmi{gmis}.log", args.limit_s)
+    cmd = train_command(args, spec, 2, out / "runs" / f"warm_{spec.name}")
+    log = out / f"headline_warm_{spec.name}.log"
+    rows, code, _ = run_logged(cmd, log, args.limit_s, spec.env)
     epochs = epoch_times(rows)
     line = first_match(rows, STARTUP_LINE)
-    print(f"   warm start-up, {gmis} GMI(s): {epochs.get(1)} s; {line}", flush=True)
+    print(f"   warm start-up, {spec.name}: {epochs.get(1)} s; {line}", flush=True)
     return {
         "startup_warm_s": round(epochs[1], 2) if 1 in epochs else None,
         "startup_warm_line": line,
@@ -201,7 +237,7 @@ def plot(runs: list[dict], path: Path, card: str, task: str, target: float) -> N
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for run in runs:
         rows = run["reward_history"]
-        label = f"{run['gmis']} GMI(s) x {run['envs_per_gmi']} envs"
+        label = f"{run['name']}: {run['gmis']} GMI(s) x {run['envs_per_gmi']} envs"
         if run["non_finite_reward"]:
             label += " (reward NaN: not plotted)"
         rows = [r for r in rows if r["mean_reward"] is not None]
@@ -220,6 +256,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", default="Ant")
     parser.add_argument("--gmis", type=int, nargs="+", default=[1, 3])
+    parser.add_argument(
+        "--runs", type=RunSpec.parse, nargs="+", default=None, help="NAME:K[:WORDS], see above"
+    )
+    parser.add_argument("--no-warm", action="store_true", help="skip the warm start-up reruns")
     parser.add_argument("--total-envs", type=int, default=4096, help="the task's numEnvs")
     parser.add_argument("--horizon", type=int, default=16, help="the train config's horizon")
     parser.add_argument("--minibatches", type=int, default=2, help="minibatches per epoch")
@@ -247,9 +287,11 @@ def main() -> None:
     sampler = GpuSampler()
     sampler.start()
     try:
-        runs = [measure(args, k, out, sampler) for k in args.gmis]
-        for run in runs:
-            run.update(warm_startup(args, run["gmis"], out))
+        specs = args.runs or [RunSpec(f"gmi{k}", k) for k in args.gmis]
+        runs = [measure(args, spec, out, sampler) for spec in specs]
+        for spec, run in zip(specs, runs, strict=True):
+            if not args.no_warm:
+                run.update(warm_startup(args, spec, out))
     finally:
         sampler.stop()
     facts = machine()
@@ -259,7 +301,7 @@ def main() -> None:
         rate = run.get("env_steps_per_s")
         ratio = round(rate / base, 3) if rate and base else None
         run["env_steps_per_s_vs_first"] = ratio
-        print(f"{run['gmis']} GMIs / {runs[0]['gmis']} GMI(s) env steps/s: {ratio}", flush=True)
+        print(f"{run['name']} / {runs[0]['name']} env steps/s: {ratio}", flush=True)
     payload = {"card": card, "task": args.task, "target_reward": args.target_reward, "runs": runs}
     plot(runs, out / f"{name}.png", card, args.task, args.target_reward)
     text = json.dumps({"machine": facts, **payload}, indent=2, allow_nan=False)

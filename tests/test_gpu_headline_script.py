@@ -14,8 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_headline_dry_run_trains_one_and_three_gmis_and_reports_them(tmp_path):
+    """Named runs (``--runs NAME:K[:WORDS]``) carry their environment and overrides."""
+    three_spec = "three:3:GMI_BENCH_MARK=1 gmi.timeout_s=31"
     proc = subprocess.run(
-        [sys.executable, "bench/gpu_headline.py", "--dry-run", "--out", str(tmp_path)],
+        [sys.executable, "bench/gpu_headline.py", "--dry-run", "--out", str(tmp_path)]
+        + ["--runs", "one:1", three_spec],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -25,6 +28,8 @@ def test_the_headline_dry_run_trains_one_and_three_gmis_and_reports_them(tmp_pat
     result = json.loads((tmp_path / "gpu_headline_dry_run.json").read_text())
     one, three = result["runs"]
     assert (one["gmis"], three["gmis"]) == (1, 3)
+    assert three["environment"] == {"GMI_BENCH_MARK": "1"} and one["environment"] == {}
+    assert "gmi.timeout_s=31" in three["command"] and "timeout_s" not in one["command"]
     assert (one["total_envs"], three["envs_per_gmi"]) == (64, 22)  # ceil(64 / 3)
     for run in (one, three):
         assert run["exit_code"] == 0 and run["epochs_done"] == 3, run
@@ -34,5 +39,5 @@ def test_the_headline_dry_run_trains_one_and_three_gmis_and_reports_them(tmp_pat
         assert "loaded from the compile cache, 0 compiled" in run["startup_warm_line"], run
     assert three["env_steps_per_s_vs_first"] > 0
     assert (tmp_path / "gpu_headline_dry_run.png").stat().st_size > 0
-    assert (tmp_path / "headline_gmi3.log").read_text().count("epoch") >= 3
-    assert "3 GMIs / 1 GMI(s) env steps/s" in proc.stdout
+    assert (tmp_path / "headline_three.log").read_text().count("epoch") >= 3
+    assert "three / one env steps/s" in proc.stdout
