@@ -27,8 +27,11 @@ EXTRAS_REQUIRE = {
     ],
     "wandb": ["wandb==0.31.0"],
     "video": ["av==18.1.0"],  # capture_video's mp4 encoder (FFmpeg inside the wheel)
+    # hydra/sweeper=optuna beside hydra/launcher=gmi (optuna < 3 is what the sweeper supports)
+    "optuna": ["hydra-optuna-sweeper==1.2.0", "optuna==2.10.1", "SQLAlchemy==1.4.54"],
     # the tests run wandb in its offline mode and write videos, so the dev install carries both
-    # moviepy: gymnasium's RecordVideo writes with it (the README's make() + RecordVideo example)
+    # moviepy: gymnasium's RecordVideo writes with it (the README's make() + RecordVideo example);
+    # the sweep tests run Optuna's sweeper
     "dev": [
         "pytest==9.2.0",
         "ruff==0.17.6",
@@ -36,6 +39,9 @@ EXTRAS_REQUIRE = {
         "wandb==0.31.0",
         "av==18.1.0",
         "moviepy==1.0.3",
+        "hydra-optuna-sweeper==1.2.0",
+        "optuna==2.10.1",
+        "SQLAlchemy==1.4.54",
     ],
 }
 
@@ -50,6 +56,7 @@ setup(
         "isaacgymenvs_gmi.tasks",
         "isaacgymenvs_gmi.tasks.assets",
         "isaacgymenvs_gmi.patches",
+        "hydra_plugins.isaacgymenvs_gmi_launcher",  # hydra/launcher=gmi (Hydra's namespace)
         "isaacgymenvs_gmi.cfg",
     ],
     package_dir={

@@ -49,20 +49,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     # re-import the main module, so say it once, not once per GMI.
     warnings.filterwarnings("ignore", message="(?s).*version_base")
 
-    def app(cfg) -> None:
+    def app(cfg) -> float | None:
         from isaacgymenvs_gmi.console import quiet_console
 
         logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
         _say_sources(cfg, sources)
         with quiet_console():
-            _train(cfg)
+            return _train(cfg)
 
+    _register_sweep_launcher()
     sys.argv = [sys.argv[0], *sources.hydra_args]
     entry = hydra.main(
         version_base="1.1", config_path=sources.main, config_name=sources.config_name
     )
     with user_sources_first(sources):
         entry(app)()
+
+
+def _register_sweep_launcher() -> None:
+    """``hydra/launcher=gmi`` (:mod:`isaacgymenvs_gmi.sweep`), registered as the search path
+    plugin is: explicitly, so it is there however the package was installed."""
+    from hydra.core.plugins import Plugins
+
+    try:
+        from hydra_plugins.isaacgymenvs_gmi_launcher import GmiLauncher
+    except ImportError:  # a checkout run without its folder on the path: -m launches as upstream
+        return
+    Plugins.instance().register(GmiLauncher)
 
 
 def _say_sources(cfg, sources) -> None:
@@ -82,9 +95,11 @@ def _say_sources(cfg, sources) -> None:
     print("configs: " + "; ".join(parts), file=sys.stderr, flush=True)
 
 
-def _train(cfg) -> None:
+def _train(cfg) -> float | None:
     """Run ``cfg``; a training run ends with one closing line on stderr (why it ended, frames,
-    wall time, final checkpoint), a failed or stopped one with an exit code."""
+    wall time, final checkpoint), a failed or stopped one with an exit code. Returns the best
+    mean episode reward an epoch reported (a sweeper's objective: Optuna's), None without one.
+    A sweep's job also writes its result where the sweep asked (:mod:`.sweep.job`)."""
     import time
 
     from isaacgymenvs_gmi import startup_clock
@@ -114,8 +129,13 @@ def _train(cfg) -> None:
         sys.exit(130)
     STARTUP.run_ended()
     if result is None:
-        return
+        return None
+    from isaacgymenvs_gmi.sweep.job import job_result, write_result
+
+    wall_s = time.monotonic() - started
+    write_result(result, wall_s)
     if not cfg.get("test", False) and launcher_rank() == 0:  # under torchrun rank 0 says it
-        print(closing_line(result, time.monotonic() - started), file=sys.stderr, flush=True)
+        print(closing_line(result, wall_s), file=sys.stderr, flush=True)
     if result.stopped_by is not None:
         sys.exit(exit_code(result.stopped_by))
+    return job_result(result, wall_s)["best_reward"]

@@ -151,6 +151,7 @@ class ConfigSources:
     primary_file: Path | None  # the primary config.yaml that will be used
     foreign_primary: bool  # the primary config is the user's and lacks the plugin's keys
     hydra_args: list[str] = field(default_factory=list)  # the command line to hand Hydra
+    source_args: tuple[str, ...] = ()  # the flags and searchpath that name these sources
 
     @property
     def main(self) -> str:
@@ -182,6 +183,7 @@ def resolve_sources(flags: ConfigFlags, args: Sequence[str]) -> ConfigSources:
     overrides and Hydra's other flags), and the command line that makes Hydra follow it."""
     bundled = _as_entry(str(bundled_config_dir()))
     searchpath, rest = _searchpath_override(args)
+    searchpath_args = [a for a in args if a not in rest]  # hydra.searchpath=[...], as given
     user: list[str] = []
     if flags.config_path:
         user.append(_as_entry(flags.config_path))
@@ -212,7 +214,15 @@ def resolve_sources(flags: ConfigFlags, args: Sequence[str]) -> ConfigSources:
     # added overrides go where the user's overrides start, so argparse sees one run of them
     at = next((i for i, a in enumerate(rest) if _is_override(a)), len(rest))
     hydra_args = [*rest[:at], *added, *rest[at:]]
-    return ConfigSources(tuple(entries), flags.config_name, primary, foreign, hydra_args)
+    named = [
+        *(["--config-path", flags.config_path] if flags.config_path else []),
+        *(["--config-name", flags.config_name] if flags.config_name != "config" else []),
+        *(["--config-dir", flags.config_dir] if flags.config_dir else []),
+        *searchpath_args,
+    ]
+    return ConfigSources(
+        tuple(entries), flags.config_name, primary, foreign, hydra_args, tuple(named)
+    )
 
 
 def _find(entries: Sequence[str], name: str) -> Path | None:
@@ -242,21 +252,29 @@ def _workarounds_dropped(args: list[str]) -> list[str]:
 
 
 _FIRST: tuple[str, ...] = ()  # the user's folders, while user_sources_first() is active
+_ACTIVE: ConfigSources | None = None  # the sources, while user_sources_first() is active
 
 
 @contextlib.contextmanager
 def user_sources_first(sources: ConfigSources) -> Iterator[None]:
     """While active, Hydra searches ``sources``' user folders before its primary folder (the
     bundled one). Wrap ``hydra.main`` or ``initialize_config_dir`` + ``compose`` in it."""
-    global _FIRST
+    global _FIRST, _ACTIVE
     from hydra.core.plugins import Plugins
 
     Plugins.instance().register(_plugin_class())
     previous, _FIRST = _FIRST, sources.user_entries
+    previous_sources, _ACTIVE = _ACTIVE, sources
     try:
         yield
     finally:
-        _FIRST = previous
+        _FIRST, _ACTIVE = previous, previous_sources
+
+
+def active_source_args() -> list[str]:
+    """The command-line flags that name the config sources in use (for a process that must
+    compose the same configs: a sweep's jobs); none outside :func:`user_sources_first`."""
+    return list(_ACTIVE.source_args) if _ACTIVE is not None else []
 
 
 @functools.cache

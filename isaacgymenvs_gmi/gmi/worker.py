@@ -74,7 +74,13 @@ def loopback_sockets() -> dict[str, str]:
 
 def _die_with_parent() -> None:
     """Ask the kernel to kill this GMI if its launcher dies: no orphans, whatever happens."""
-    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    die_with_parent(signal.SIGKILL)
+
+
+def die_with_parent(signum: int) -> None:
+    """Ask the kernel to send this process ``signum`` when the thread that started it ends
+    (Linux's parent-death signal; a no-op elsewhere)."""
+    _prctl(1, signum)  # PR_SET_PDEATHSIG
 
 
 def name_process(name: str) -> None:

@@ -1,0 +1,17 @@
+"""Sweeps packed onto GMIs: ``python train.py -m task=Ant seed=1,2,3,4 hydra/launcher=gmi``.
+
+Hydra's sweepers (the basic one's grids and lists, Optuna's trials) hand our launcher batches of
+jobs; each job is an ordinary single run in a process of its own, bound to a slot of a device (a
+core set on a CPU, an MPS client of one shared daemon on a GPU). ``hydra.launcher.per_gpu`` jobs
+run on each device at once and the rest wait in a queue; a job that asks for ``gmi.per_gpu=k``
+takes k slots of one device. Every job is validated before any starts, runs in its own folder,
+and returns its reward as a Hydra ``JobReturn``; one job failing does not stop the others.
+
+- :mod:`.settings`: ``hydra.launcher.*``, typed;
+- :mod:`.slots`: which device slots (and cores) a job gets;
+- :mod:`.jobs`: the jobs of a batch, composed and validated, and their command lines;
+- :mod:`.runner`: starts, watches and stops the job processes;
+- :mod:`.report`: start and end lines, the live table, the closing summary and its files;
+- :mod:`.job`: the entry each job process runs;
+- :mod:`.launcher`: the glue to Hydra's ``Launcher`` interface.
+"""

@@ -1,0 +1,207 @@
+"""A sweep's batches launched packed (Hydra's ``Launcher`` for ``hydra/launcher=gmi``).
+
+Each batch: every job composed and checked first (a refusal names the job and the key, exit 2,
+nothing started); the device slots laid out (``hydra.launcher.per_gpu`` per device over
+``gmi.num_gpus`` devices; on a GPU one MPS daemon serves every job); the jobs run
+(:class:`~.runner.SweepRunner`); a ``JobReturn`` per job carries its reward, or its error. The
+summary of all the sweep's jobs so far is said and written after each batch. A stop signal ends
+the sweep with its exit code once every running job has stopped with a checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.sources import active_source_args
+from isaacgymenvs_gmi.gmi.stop import exit_code
+from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
+
+from .jobs import JobRefused, JobSpec, prepare_jobs
+from .report import SweepConsole, summary_lines, summary_rows, write_summary
+from .runner import JobState, SweepRunner
+from .settings import PREFIX, LauncherSettings
+from .slots import Lease, SlotPool
+
+MPS_CLIENTS_PER_GPU = 48  # before CUDA 13.1
+
+
+def _compact_error() -> type:
+    from hydra.errors import CompactHydraException
+
+    return CompactHydraException
+
+
+class JobFailed(_compact_error()):
+    """A job of the sweep failed (crashed, killed); the others ran on. Hydra says it in one
+    line when a sweeper reads the job's return value."""
+
+
+class PackedSweep:
+    """The launcher's state across a sweep's batches (Optuna launches several)."""
+
+    def __init__(self, hydra_context: Any, config: DictConfig, settings: dict[str, Any]):
+        self.context, self.config = hydra_context, config
+        try:
+            self.settings = LauncherSettings.from_cfg(settings)
+        except ConfigError as err:
+            _refuse(str(err))
+        self.states: list[JobState] = []
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], first_idx: int) -> list[Any]:
+        overrides = [list(o) for o in job_overrides]
+        try:
+            jobs = prepare_jobs(self.context.config_loader, self.config, overrides, first_idx)
+            gpus, per_gpu = self._devices(jobs)
+        except (ConfigError, JobRefused) as err:
+            _refuse(str(err))
+        gpu = bool(gpus)
+        devices = len(gpus) if gpu else _cpu_devices(self.config)
+        pool = SlotPool(devices, per_gpu, usable_cores())
+        console = SweepConsole(len(jobs), gpu, _live(self.settings.live))
+        console.line(
+            f"{len(jobs)} jobs, {per_gpu} at a time on each of {pool.devices} "
+            + ("GPU(s) (MPS)" if gpu else "CPU device(s)")
+            + f"; folder {self.config.hydra.sweep.dir}"
+        )
+        with _mps_for(gpu and per_gpu > 1):
+            runner = SweepRunner(
+                jobs,
+                pool,
+                active_source_args(),
+                lambda lease: self._environment(lease, gpus),
+                console.started,
+                console.ended,
+                console.tick,
+            )
+            states = runner.run()
+        console.close()
+        self.states += states
+        rows = summary_rows(self.states, self.settings.objective)
+        written = write_summary(Path(str(self.config.hydra.sweep.dir)), rows)
+        expected = OmegaConf.select(self.config, "hydra.sweeper.n_trials")  # Optuna's total
+        last = runner.stop_signal is not None or not expected or len(self.states) >= expected
+        if last:  # the closing summary; a batch of a longer sweep only updates the files
+            for line in summary_lines(rows, self.settings.objective):
+                console.line(line)
+        console.line("summary written to " + ", ".join(str(p) for p in written))
+        if runner.stop_signal is not None:
+            sys.stdout.flush()
+            raise SystemExit(exit_code(runner.stop_signal))
+        return [self._job_return(s) for s in states]
+
+    # --- devices ------------------------------------------------------------------------------
+    def _devices(self, jobs: list[JobSpec]) -> tuple[list[int], int]:
+        """(the GPUs' CUDA indices, none on a CPU machine; jobs per device), checked."""
+        from isaacgymenvs_gmi.config.sim import detect_platform
+        from isaacgymenvs_gmi.placement.inventory import detect_inventory
+        from isaacgymenvs_gmi.placement.machine_limits import available_memory, check_gmi_count
+
+        cuda = detect_platform()[0]
+        gpus = list(range(len(detect_inventory().gpus))) if cuda else []
+        wanted = OmegaConf.select(self.config, "gmi.num_gpus")
+        if gpus and wanted is not None:
+            gpus = gpus[: int(wanted)]
+        per_gpu = self.settings.per_gpu or _planned_per_gpu(jobs[0])
+        devices = max(len(gpus), 1) if gpus else _cpu_devices(self.config)
+        try:
+            check_gmi_count(
+                per_gpu * devices, len(usable_cores()), available_memory(), cpu_backend=not gpus
+            )
+        except ConfigError as err:
+            raise ConfigError(f"{PREFIX}.per_gpu", per_gpu, err.constraint) from None
+        if gpus and per_gpu > MPS_CLIENTS_PER_GPU:
+            raise ConfigError(
+                f"{PREFIX}.per_gpu", per_gpu, f"MPS serves at most {MPS_CLIENTS_PER_GPU} a GPU"
+            )
+        for job in jobs:
+            if job.gmis > per_gpu:
+                raise JobRefused(
+                    f"{job.label}: gmi.per_gpu={job.gmis} takes {job.gmis} slots of a device, "
+                    f"which has {PREFIX}.per_gpu={per_gpu}"
+                )
+        return gpus, per_gpu
+
+    def _environment(self, lease: Lease, gpus: list[int]) -> dict[str, str]:
+        if not gpus:
+            return {}
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = visible.split(",") if visible else [str(g) for g in gpus]
+        env = {"CUDA_VISIBLE_DEVICES": ids[lease.device].strip()}
+        if self.settings.sm_percent is not None:
+            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{self.settings.sm_percent:g}"
+        return env
+
+    # --- Hydra --------------------------------------------------------------------------------
+    def _job_return(self, state: JobState) -> Any:
+        from hydra.core.utils import JobReturn, JobStatus
+
+        spec = state.spec
+        cfg = copy.deepcopy(spec.config)
+        with open_dict(cfg):
+            hydra_node = cfg.pop("hydra")
+        ret = JobReturn(
+            overrides=list(spec.overrides),
+            cfg=cfg,
+            hydra_cfg=OmegaConf.create({"hydra": hydra_node}),
+            working_dir=str(spec.folder),
+            task_name=str(hydra_node.job.name),
+        )
+        if state.error is not None:
+            ret.status = JobStatus.FAILED
+            ret.return_value = JobFailed(f"{spec.label}: {state.error}")
+            return ret
+        value = (state.result or {}).get(f"{self.settings.objective}_reward")
+        ret.status = JobStatus.COMPLETED
+        ret.return_value = float("nan") if value is None or not math.isfinite(value) else value
+        return ret
+
+
+def _refuse(message: str) -> None:
+    """Nothing has started: say why and leave as ``train.py`` does for bad input."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def _cpu_devices(config: DictConfig) -> int:
+    wanted = OmegaConf.select(config, "gmi.num_gpus")
+    return 1 if wanted is None else int(wanted)
+
+
+def _live(setting: str) -> bool:
+    return setting == "on" or (setting == "auto" and sys.stderr.isatty())
+
+
+def _planned_per_gpu(job: JobSpec) -> int:
+    """``per_gpu=auto``: the planner's measured GMIs per device for the first job (its search
+    runs sync PPO on that many GMIs, which costs what independent jobs do not pay: a
+    conservative answer), cached like any plan."""
+    from isaacgymenvs_gmi.planner import resolve_auto
+
+    cfg = copy.deepcopy(job.config)
+    with open_dict(cfg):
+        cfg.pop("hydra")
+        cfg.gmi.per_gpu = "auto"
+    chosen = resolve_auto(cfg)
+    return int(chosen.gmi.per_gpu)
+
+
+@contextlib.contextmanager
+def _mps_for(needed: bool) -> Iterator[None]:
+    """One MPS daemon for every job on the GPUs (a running one is used; ours is stopped)."""
+    if not needed:
+        yield
+        return
+    from isaacgymenvs_gmi.gmi.mps import mps_daemon
+
+    with mps_daemon():
+        yield
