@@ -99,7 +99,7 @@ def _train(cfg) -> float | None:
     """Run ``cfg``; a training run ends with one closing line on stderr (why it ended, frames,
     wall time, final checkpoint), a failed or stopped one with an exit code. Returns the best
     mean episode reward an epoch reported (a sweeper's objective: Optuna's), None without one.
-    A sweep's job also writes its result where the sweep asked (:mod:`.sweep.job`)."""
+    A sweep's job also writes its result where the sweep asked (:mod:`.sweep.job_result`)."""
     import time
 
     from isaacgymenvs_gmi import startup_clock
@@ -130,7 +130,7 @@ def _train(cfg) -> float | None:
     STARTUP.run_ended()
     if result is None:
         return None
-    from isaacgymenvs_gmi.sweep.job import job_result, write_result
+    from isaacgymenvs_gmi.sweep.job_result import job_result, write_result
 
     wall_s = time.monotonic() - started
     write_result(result, wall_s)

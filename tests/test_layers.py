@@ -16,8 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Top-level subpackage (or module) -> layer; a module may import only from higher numbers.
 LAYERS = {
     "__main__": -4,  # python -m isaacgymenvs_gmi
+    "sweep_job": -4,  # python -m isaacgymenvs_gmi.sweep_job: one job of a packed sweep
     "cli": -3,  # the command line (train.py's)
     "api": -2,  # make() and run(): the Python entry points
+    "sweep": -2,  # hydra/launcher=gmi: packs a sweep's runs (each one train.py) onto devices
     "planner": -1,  # searches configurations by launching trial runs
     "launch": 0,
     "mig": 0,

@@ -5,8 +5,8 @@ class Hydra instantiates and its config; the work is done by :mod:`isaacgymenvs_
 imported when a sweep launches (a single run pays nothing for it).
 """
 
-from __future__ import annotations
-
+# no ``from __future__ import annotations``: Hydra loads plugin modules without registering them
+# in sys.modules, where dataclasses looks string annotations up
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -12,6 +12,7 @@ and returns its reward as a Hydra ``JobReturn``; one job failing does not stop t
 - :mod:`.jobs`: the jobs of a batch, composed and validated, and their command lines;
 - :mod:`.runner`: starts, watches and stops the job processes;
 - :mod:`.report`: start and end lines, the live table, the closing summary and its files;
-- :mod:`.job`: the entry each job process runs;
+- :mod:`.job_result`: what a job's run writes for the launcher (the job's process runs
+  :mod:`isaacgymenvs_gmi.sweep_job`);
 - :mod:`.launcher`: the glue to Hydra's ``Launcher`` interface.
 """

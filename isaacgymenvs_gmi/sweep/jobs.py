@@ -56,7 +56,7 @@ class JobSpec:
         cmd = [
             sys.executable,
             "-m",
-            "isaacgymenvs_gmi.sweep.job",
+            "isaacgymenvs_gmi.sweep_job",
             "--result",
             str(self.result_file),
         ]
@@ -95,6 +95,16 @@ def prepare_jobs(
             train_dir = folder.resolve() / train_dir
         jobs.append(JobSpec(idx, tuple(overrides), composed, folder, gmis, train_dir, swept))
     return jobs
+
+
+def check_fits(jobs: list[JobSpec], per_gpu: int) -> None:
+    """Raise :class:`JobRefused` for a job that runs more GMIs than a device has slots."""
+    for job in jobs:
+        if job.gmis > per_gpu:
+            raise JobRefused(
+                f"{job.label}: gmi.per_gpu={job.gmis} takes {job.gmis} slots of a device, "
+                f"which has hydra.launcher.per_gpu={per_gpu}"
+            )
 
 
 def check_job(composed: DictConfig) -> int:

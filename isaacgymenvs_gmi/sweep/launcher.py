@@ -26,13 +26,11 @@ from isaacgymenvs_gmi.config.sources import active_source_args
 from isaacgymenvs_gmi.gmi.stop import exit_code
 from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 
-from .jobs import JobRefused, JobSpec, prepare_jobs
+from .jobs import JobRefused, JobSpec, check_fits, prepare_jobs
 from .report import SweepConsole, summary_lines, summary_rows, write_summary
 from .runner import JobState, SweepRunner
-from .settings import PREFIX, LauncherSettings
-from .slots import Lease, SlotPool
-
-MPS_CLIENTS_PER_GPU = 48  # before CUDA 13.1
+from .settings import LauncherSettings
+from .slots import Lease, SlotPool, check_capacity
 
 
 def _compact_error() -> type:
@@ -104,7 +102,7 @@ class PackedSweep:
         """(the GPUs' CUDA indices, none on a CPU machine; jobs per device), checked."""
         from isaacgymenvs_gmi.config.sim import detect_platform
         from isaacgymenvs_gmi.placement.inventory import detect_inventory
-        from isaacgymenvs_gmi.placement.machine_limits import available_memory, check_gmi_count
+        from isaacgymenvs_gmi.placement.machine_limits import available_memory
 
         cuda = detect_platform()[0]
         gpus = list(range(len(detect_inventory().gpus))) if cuda else []
@@ -112,23 +110,9 @@ class PackedSweep:
         if gpus and wanted is not None:
             gpus = gpus[: int(wanted)]
         per_gpu = self.settings.per_gpu or _planned_per_gpu(jobs[0])
-        devices = max(len(gpus), 1) if gpus else _cpu_devices(self.config)
-        try:
-            check_gmi_count(
-                per_gpu * devices, len(usable_cores()), available_memory(), cpu_backend=not gpus
-            )
-        except ConfigError as err:
-            raise ConfigError(f"{PREFIX}.per_gpu", per_gpu, err.constraint) from None
-        if gpus and per_gpu > MPS_CLIENTS_PER_GPU:
-            raise ConfigError(
-                f"{PREFIX}.per_gpu", per_gpu, f"MPS serves at most {MPS_CLIENTS_PER_GPU} a GPU"
-            )
-        for job in jobs:
-            if job.gmis > per_gpu:
-                raise JobRefused(
-                    f"{job.label}: gmi.per_gpu={job.gmis} takes {job.gmis} slots of a device, "
-                    f"which has {PREFIX}.per_gpu={per_gpu}"
-                )
+        devices = len(gpus) if gpus else _cpu_devices(self.config)
+        check_capacity(per_gpu, devices, len(usable_cores()), available_memory(), bool(gpus))
+        check_fits(jobs, per_gpu)
         return gpus, per_gpu
 
     def _environment(self, lease: Lease, gpus: list[int]) -> dict[str, str]:

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isaacgymenvs_gmi.config.errors import ConfigError
 from isaacgymenvs_gmi.placement.cpu_sets import split_cores
+from isaacgymenvs_gmi.placement.machine_limits import check_gmi_count
+
+MPS_CLIENTS_PER_GPU = 48  # before CUDA 13.1
+KEY = "hydra.launcher.per_gpu"
 
 
 @dataclass(frozen=True)
@@ -70,3 +75,14 @@ class SlotPool:
             if key in self._free:
                 raise ValueError(f"slot {key} given back twice")
             self._free[key] = slot
+
+
+def check_capacity(per_gpu: int, devices: int, cores: int, memory: int, gpu: bool) -> None:
+    """Raise a ConfigError on ``hydra.launcher.per_gpu`` when this node cannot hold
+    ``per_gpu`` jobs on each of ``devices`` devices (the limits a run's GMIs have)."""
+    try:
+        check_gmi_count(per_gpu * devices, cores, memory, cpu_backend=not gpu)
+    except ConfigError as err:
+        raise ConfigError(KEY, per_gpu, err.constraint.replace("GMIs", "jobs")) from None
+    if gpu and per_gpu > MPS_CLIENTS_PER_GPU:
+        raise ConfigError(KEY, per_gpu, f"MPS serves at most {MPS_CLIENTS_PER_GPU} jobs a GPU")
