@@ -29,9 +29,11 @@ EXTRAS_REQUIRE = {
     "video": ["av==18.1.0"],  # capture_video's mp4 encoder (FFmpeg inside the wheel)
     # hydra/sweeper=optuna beside hydra/launcher=gmi (optuna < 3 is what the sweeper supports)
     "optuna": ["hydra-optuna-sweeper==1.2.0", "optuna==2.10.1", "SQLAlchemy==1.4.54"],
+    # hydra/launcher=submitit_slurm: one packed sweep per node of a SLURM cluster
+    "slurm": ["hydra-submitit-launcher==1.2.0", "submitit==1.5.4"],
     # the tests run wandb in its offline mode and write videos, so the dev install carries both
     # moviepy: gymnasium's RecordVideo writes with it (the README's make() + RecordVideo example);
-    # the sweep tests run Optuna's sweeper
+    # the sweep tests run Optuna's sweeper and compose submitit's launcher config
     "dev": [
         "pytest==9.2.0",
         "ruff==0.17.6",
@@ -42,6 +44,8 @@ EXTRAS_REQUIRE = {
         "hydra-optuna-sweeper==1.2.0",
         "optuna==2.10.1",
         "SQLAlchemy==1.4.54",
+        "hydra-submitit-launcher==1.2.0",
+        "submitit==1.5.4",
     ],
 }
 

@@ -4,7 +4,7 @@
 # every step and an archive of bench/results land in OUTDIR.
 #
 #   bash bench/gpu_suite.sh OUTDIR [STEP ...]   (steps: headline bisect facts tests
-#                                                tests_more reduction mjx channels plan)
+#                                                tests_more reduction mjx channels sweep plan)
 #
 # Runs from a plain checkout with the dependencies importable (PYTHONPATH), without installing the
 # project: setup.py maps the packages isaacgymenvs_gmi.tasks and .patches onto the top-level
@@ -75,6 +75,9 @@ print(\"mujoco\", mujoco.__version__)'; which nvidia-cuda-mps-control"
     reduction) step reduction 600 "$py" bench/intra_gpu_reduction.py --epochs 15 --repeats 1 ;;
     mjx) step mjx 300 "$py" bench/env_throughput.py --tasks Ant Humanoid --rounds 1 --steps 10 ;;
     channels) step channels 300 "$py" bench/channel_transfer.py --device cuda --chunks 200 --repeats 2 ;;
+    sweep)  # 4 Ant seeds with the task's settings, MPS-packed (4 a GPU) vs one at a time
+        step sweep 590 "$py" bench/sweep_packing.py --gpu --per-gpu 4 --out "$out/sweep" \
+            max_iterations="${SWEEP_EPOCHS:-100}" ;;
     plan)  # Algorithm 2 on the card (the paper's Table 10): GMIs per GPU and num_env for Ant
         step plan 580 "$py" -m isaacgymenvs_gmi.planner task=Ant num_envs=auto gmi.per_gpu=auto \
             gmi.plan.max_per_gpu=4 gmi.plan.max_envs=8192 gmi.plan.budget_s=540 \

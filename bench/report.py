@@ -147,7 +147,7 @@ def rows() -> list[str]:
                 f"{t['first_reward']:.1f} -> {t['final_reward']:.1f} in {t['wall_s']:.0f} s "
                 f"| | | rising | {tasks['machine']['cores']}-core CPU |"
             )
-    return out + async_rows() + randomization_rows() + startup_rows() + pbt_rows()
+    return out + async_rows() + randomization_rows() + startup_rows() + pbt_rows() + sweep_rows()
 
 
 def async_rows() -> list[str]:
@@ -258,6 +258,31 @@ def pbt_rows() -> list[str]:
             f"({seeds} seeds, {run['settings']['epochs']} epochs) | {a['best_at_equal_time']:.1f} "
             f"| same members independent {b['best_at_equal_time']:.1f} | **{ratio:.3f}** "
             f"| | {run['machine']['cores']}-core CPU |"
+        )
+    return out
+
+
+def sweep_rows() -> list[str]:
+    """A seed sweep packed onto GMIs against Hydra's basic launcher (bench/sweep_packing.py)."""
+    out = []
+    for name, target in (("sweep_packing", ">= 1.15"), ("sweep_packing_gpu", ">= 2")):
+        run = _load(name)
+        if not run:
+            continue
+        where = run["card"] if name.endswith("gpu") else f"{run['machine']['cores']}-core CPU"
+        last = run["rounds"][-1]
+        rewards = " / ".join(
+            f"{a if a is None else round(a)} vs {b if b is None else round(b)}"
+            for a, b in zip(
+                last["packed"]["final_rewards"], last["sequential"]["final_rewards"], strict=False
+            )
+        )
+        out.append(
+            f"| {run['task']} seed sweep, {len(run['seeds'])} jobs, hydra/launcher=gmi "
+            f"{run['per_gpu']} a device: sweep wall time (final rewards packed vs sequential: "
+            f"{rewards}) | {run['packed_wall_s']:.0f} s | basic launcher, one at a time "
+            f"{run['sequential_wall_s']:.0f} s | **{run['ratio']:.2f}** less time | {target} "
+            f"| {where} |"
         )
     return out
 

@@ -34,15 +34,18 @@ CPU_SETTINGS = [  # the README's make train sizes, shorter
 ]
 
 
-def final_rewards(runs: Path) -> list[float | None]:
-    """Final ``rewards/iter`` of every run folder under ``runs``, oldest run first."""
-    folders = sorted(runs.glob("**/summaries"), key=lambda p: p.stat().st_mtime)
-    folders = sorted(
-        {p.parent: p for p in folders}.values(), key=lambda p: p.parent.stat().st_ctime
-    )
+def final_rewards(runs: Path, packed: bool) -> list[float | None]:
+    """Final ``rewards/iter`` of each job, in job order: a packed job's runs are under
+    ``runs/<job>/`` (an absolute train_dir gets the job number), the basic launcher's run
+    folders share ``runs/`` and are in start order (one job after another)."""
+    if packed:
+        jobs = sorted((p for p in runs.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+        summaries = [next(job.glob("*/summaries"), None) for job in jobs]
+    else:
+        summaries = sorted(runs.glob("*/summaries"), key=lambda p: p.parent.stat().st_ctime)
     out = []
-    for summaries in folders:
-        rewards = read_scalars(summaries, "rewards/iter")
+    for folder in summaries:
+        rewards = read_scalars(folder, "rewards/iter") if folder else []
         out.append(round(rewards[-1][1], 2) if rewards else None)
     return out
 
@@ -63,7 +66,7 @@ def sweep(args, packed: bool, out: Path) -> dict:
     (out / f"{folder.name}.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise SystemExit(f"{folder.name} sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    rewards = final_rewards(folder / "runs")
+    rewards = final_rewards(folder / "runs", packed)
     print(f"   {wall:.1f} s; final rewards by seed {rewards}", flush=True)
     return {"wall_s": round(wall, 2), "final_rewards": rewards, "command": f"python {shown}"}
 

@@ -10,6 +10,7 @@ line (no registry is needed), but not its editable install of this project: a pa
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -107,20 +108,32 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, tmp_path
     assert "site-packages" in proc.stdout and str(ROOT) not in proc.stdout
 
 
-def test_python_dash_m_trains_two_epochs_outside_the_checkout(installed, tmp_path):
+def test_python_dash_m_trains_a_packed_sweep_outside_the_checkout(installed, tmp_path):
+    """Hydra finds ``hydra/launcher=gmi`` in the installed wheel; each job runs from it too."""
     proc = _run(
         installed,
         tmp_path,
         "-m",
         "isaacgymenvs_gmi",
+        "-m",
         "task=Cartpole",
+        "seed=1,2",
+        "hydra/launcher=gmi",
         "num_envs=32",
         "max_iterations=2",
         "train.params.config.minibatch_size=256",
+        "hydra.sweep.dir=sweep",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "configs: task Cartpole from bundled task/Cartpole.yaml" in proc.stderr
-    assert list((tmp_path / "runs").glob("*/nn/last_*.pth"))  # train_dir=runs, in the cwd
+    jobs = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert [j["status"] for j in jobs] == ["done", "done"]
+    for job in (0, 1):  # train_dir=runs, inside each job's folder
+        folder = tmp_path / "sweep" / str(job)
+        assert (
+            "configs: task Cartpole from bundled task/Cartpole.yaml"
+            in (folder / "job.log").read_text()
+        )
+        assert list((folder / "runs").glob("*/nn/last_*.pth"))
 
 
 def test_the_console_script_runs_two_gmis(installed, tmp_path):

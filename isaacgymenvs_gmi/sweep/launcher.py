@@ -65,11 +65,11 @@ class PackedSweep:
         gpu = bool(gpus)
         devices = len(gpus) if gpu else _cpu_devices(self.config)
         pool = SlotPool(devices, per_gpu, usable_cores())
-        console = SweepConsole(len(jobs), gpu, _live(self.settings.live))
+        console = SweepConsole(gpu, _live(self.settings.live))
+        kind = ("GPU(s)" + (", MPS" if per_gpu > 1 else "")) if gpu else "CPU device(s)"
         console.line(
-            f"{len(jobs)} jobs, {per_gpu} at a time on each of {pool.devices} "
-            + ("GPU(s) (MPS)" if gpu else "CPU device(s)")
-            + f"; folder {self.config.hydra.sweep.dir}"
+            f"{len(jobs)} jobs, {per_gpu} at a time on each of {pool.devices} {kind}; "
+            f"folder {self.config.hydra.sweep.dir}"
         )
         with _mps_for(gpu and per_gpu > 1):
             runner = SweepRunner(

@@ -74,8 +74,8 @@ def table_lines(states: list[JobState], width: int) -> list[str]:
 class SweepConsole:
     """Start and end lines on ``stream`` and, when ``live``, the table redrawn in place."""
 
-    def __init__(self, total: int, gpu: bool, live: bool, stream: TextIO | None = None):
-        self.total, self.gpu, self.live = total, gpu, live
+    def __init__(self, gpu: bool, live: bool, stream: TextIO | None = None):
+        self.gpu, self.live = gpu, live
         self.stream = stream or sys.stderr
         self._drawn = 0
 

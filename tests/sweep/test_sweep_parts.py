@@ -157,3 +157,44 @@ def test_job_returns_carry_the_reward_or_the_error():
     assert failed.status == JobStatus.FAILED
     with pytest.raises(JobFailed, match=r"job 2 \(seed=2\): killed by SIGKILL"):
         _ = failed.return_value
+
+
+@pytest.mark.parametrize(
+    ("launcher", "target"),
+    [
+        ("gmi", "hydra_plugins.isaacgymenvs_gmi_launcher.GmiLauncher"),
+        ("submitit_slurm", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"),
+    ],
+)
+def test_the_launcher_config_composes_beside_submitits(launcher, target):
+    """Both launchers are options of the same config tree: an outer SLURM sweep whose jobs are
+    packed sweeps picks one per level."""
+    import warnings
+
+    from hydra import compose, initialize_config_dir
+
+    from tests.conftest import CFG_DIR
+
+    with warnings.catch_warnings(), initialize_config_dir(str(CFG_DIR), version_base="1.1"):
+        warnings.simplefilter("ignore")
+        cfg = compose("config", [f"hydra/launcher={launcher}"], return_hydra_config=True)
+    assert cfg.hydra.launcher._target_ == target
+    if launcher == "gmi":
+        assert LauncherSettings.from_cfg(cfg.hydra.launcher) == LauncherSettings()
+
+
+def test_per_gpu_auto_asks_the_planner_with_the_first_jobs_config(monkeypatch):
+    import isaacgymenvs_gmi.planner as planner
+    from isaacgymenvs_gmi.sweep.launcher import _planned_per_gpu
+
+    asked = []
+
+    def planned(cfg):  # the planner's answer for GMIs of this config (searched or cached)
+        asked.append(cfg)
+        return OmegaConf.merge(cfg, {"gmi": {"per_gpu": 3}})
+
+    monkeypatch.setattr(planner, "resolve_auto", planned)
+    first = job(0)
+    first.config = OmegaConf.merge(first.config, {"gmi": {"per_gpu": 1}})
+    assert _planned_per_gpu(first) == 3
+    assert asked[0].gmi.per_gpu == "auto" and "hydra" not in asked[0]
