@@ -52,6 +52,7 @@ bench: install
 	$(BIN)/python bench/randomization_overhead.py
 	$(BIN)/python bench/randomization_overhead.py --backend mjx --envs 256 --steps 20 --rounds 4
 	$(BIN)/python bench/randomized_learning.py
+	$(BIN)/python bench/sweep_packing.py
 	$(BIN)/python bench/report.py
 
 clean:

@@ -108,6 +108,8 @@ class SweepConsole:
         self._clear()
         width = max(shutil.get_terminal_size().columns - 1, 20)
         lines = table_lines(states, width)
+        if len(lines) < 2:  # nothing running or queued
+            return
         self.stream.write("".join(line + "\x1b[K\n" for line in lines))
         self.stream.flush()
         self._drawn = len(lines)

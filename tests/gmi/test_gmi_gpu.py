@@ -57,13 +57,13 @@ def test_mps_daemon_of_a_killed_owner_is_stopped(monkeypatch):
     assert not daemon_running(pipe_dir) and not os.path.exists(pipe_dir)
 
 
-def train(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    """``train.py task=Cartpole sim_backend=mjx ...overrides`` run to its end."""
+def train(tmp_path: Path, *overrides: str, task: str = "Cartpole") -> subprocess.CompletedProcess:
+    """``train.py task=<task> sim_backend=mjx ...overrides`` run to its end."""
     return subprocess.run(
         [
             sys.executable,
             "train.py",
-            "task=Cartpole",
+            f"task={task}",
             "sim_backend=mjx",
             *overrides,
             f"train_dir={tmp_path}",
@@ -79,22 +79,14 @@ def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
     """The case that went NaN from epoch 1 on an H200: 3 MPS GMIs x 1366 envs, Ant on MJX with
     AntPPO's own settings (fp16, torch.compile). The learner check stops a run at the first
     epoch with NaN or inf in its weights, losses or reward, so exit 0 means 20 finite epochs."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            "task=Ant",
-            "gmi.per_gpu=3",
-            "gmi.backend=mps",
-            "num_envs=1366",
-            "train.params.config.minibatch_size=10928",
-            "max_iterations=20",
-            f"train_dir={tmp_path}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(900),
+    proc = train(
+        tmp_path,
+        "gmi.per_gpu=3",
+        "gmi.backend=mps",
+        "num_envs=1366",
+        "train.params.config.minibatch_size=10928",
+        "max_iterations=20",
+        task="Ant",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "[GMI x3] epoch 20/20 " in proc.stdout and "non-finite" not in proc.stderr

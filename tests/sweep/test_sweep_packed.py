@@ -23,13 +23,16 @@ SMALL = (  # a few seconds a job
     "num_envs=64",
     "train.params.config.minibatch_size=512",
     "hydra/launcher=gmi",
-    "hydra.launcher.per_gpu=2",
 )
 
 
-def sweep(tmp_path: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def sweep(
+    tmp_path: Path, *args: str, per_gpu: int = 2, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    """A finished packed sweep, ``per_gpu`` jobs at a time, in ``<tmp_path>/sw``."""
     return subprocess.run(
-        [sys.executable, "train.py", "-m", *SMALL, *args, f"hydra.sweep.dir={tmp_path / 'sw'}"],
+        [sys.executable, "train.py", "-m", *SMALL, f"hydra.launcher.per_gpu={per_gpu}", *args]
+        + [f"hydra.sweep.dir={tmp_path / 'sw'}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -72,9 +75,9 @@ def test_a_seed_sweep_runs_two_at_a_time_and_every_checkpoint_plays(tmp_path):
     assert objectives == sorted(objectives, reverse=True)
     assert "seed" in (tmp_path / "sw" / "summary.csv").read_text().splitlines()[1]
     assert proc.stderr.count("sweep: job ") >= 8  # a line per start and per end
-    # the four checkpoints play, as a packed sweep of their own
+    # the four checkpoints play, as a packed sweep of their own (all four at once)
     checkpoints = ",".join(r["checkpoint"] for r in sorted(rows, key=lambda r: r["job"]))
-    played = sweep(tmp_path / "play", "test=True", f"checkpoint={checkpoints}")
+    played = sweep(tmp_path / "play", "test=True", f"checkpoint={checkpoints}", per_gpu=4)
     assert played.returncode == 0, played.stderr[-3000:]
     assert [r["status"] for r in summary(tmp_path / "play")] == ["done"] * 4
 
@@ -108,7 +111,8 @@ class BackgroundSweep:
     def __init__(self, tmp_path: Path, *args: str):
         self.folder = tmp_path / "sw"
         self.proc = subprocess.Popen(
-            [sys.executable, "train.py", "-m", *SMALL, *args, f"hydra.sweep.dir={self.folder}"],
+            [sys.executable, "train.py", "-m", *SMALL, "hydra.launcher.per_gpu=2", *args]
+            + [f"hydra.sweep.dir={self.folder}"],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -181,7 +185,7 @@ def test_ctrl_c_stops_every_running_job_with_a_checkpoint(tmp_path):
     ("args", "refusal"),
     [
         (("seed=1,abc",), "error: job 1 (seed=abc): seed='abc': must be an integer"),
-        (("seed=1,2", "hydra.launcher.per_gpu=0"), "error: hydra.launcher.per_gpu=0: must be"),
+        (("seed=1,2", "hydra.launcher.objective=worst"), "error: hydra.launcher.objective="),
         (("seedx=1,2",), "Could not override 'seedx'"),  # Hydra's own check, before ours
     ],
 )
