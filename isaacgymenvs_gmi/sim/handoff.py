@@ -163,8 +163,10 @@ class HandOffs:
         """``x`` as a torch tensor on ``device`` that nothing of JAX's can overwrite while torch
         reads it (zero-copy where that is already so)."""
         view = torch.from_dlpack(x)
-        if view.device != self.device:  # a host view to a GPU: pageable memory is staged
-            return view.to(self.device, non_blocking=True)  # before the call returns
+        if view.device != self.device:
+            # host -> GPU from pageable memory is staged before the call returns; GPU -> host
+            # must block (a non-blocking copy into host memory may be read before it lands)
+            return view.to(self.device, non_blocking=view.device.type == "cpu")
         if self.bare or not self.copy_outputs or not isinstance(x, jax.Array):
             return view
         owned = view.clone()
