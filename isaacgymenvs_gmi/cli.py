@@ -132,10 +132,11 @@ def _train(cfg) -> float | None:
         return None
     from isaacgymenvs_gmi.sweep.job_result import job_result, write_result
 
-    wall_s = time.monotonic() - started
-    write_result(result, wall_s)
+    summary = job_result(result, time.monotonic() - started)
+    write_result(summary)
+    wall_s = summary["wall_s"]
     if not cfg.get("test", False) and launcher_rank() == 0:  # under torchrun rank 0 says it
         print(closing_line(result, wall_s), file=sys.stderr, flush=True)
     if result.stopped_by is not None:
         sys.exit(exit_code(result.stopped_by))
-    return job_result(result, wall_s)["best_reward"]
+    return summary["best_reward"]

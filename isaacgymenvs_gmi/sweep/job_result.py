@@ -34,11 +34,11 @@ def job_result(result: Any, wall_s: float) -> dict[str, Any]:
     }
 
 
-def write_result(result: Any, wall_s: float) -> None:
-    """Write :func:`job_result` where the sweep asked (``$ISAACGYMENVS_GMI_JOB_RESULT``), whole
-    or not at all; nothing outside a sweep."""
+def write_result(summary: dict[str, Any]) -> None:
+    """Write a run's :func:`job_result` where the sweep asked (``$ISAACGYMENVS_GMI_JOB_RESULT``),
+    whole or not at all; nothing outside a sweep."""
     path = os.environ.get(RESULT_ENV)
     if not path:
         return
-    text = json.dumps(job_result(result, wall_s), indent=1)
+    text = json.dumps(summary, indent=1)
     write_atomically(Path(path), text.encode())

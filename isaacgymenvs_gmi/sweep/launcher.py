@@ -59,11 +59,10 @@ class PackedSweep:
         overrides = [list(o) for o in job_overrides]
         try:
             jobs = prepare_jobs(self.context.config_loader, self.config, overrides, first_idx)
-            gpus, per_gpu = self._devices(jobs)
+            gpus, devices, per_gpu = self._devices(jobs)
         except (ConfigError, JobRefused) as err:
             _refuse(str(err))
         gpu = bool(gpus)
-        devices = len(gpus) if gpu else _cpu_devices(self.config)
         pool = SlotPool(devices, per_gpu, usable_cores())
         console = SweepConsole(gpu, _live(self.settings.live))
         kind = ("GPU(s)" + (", MPS" if per_gpu > 1 else "")) if gpu else "CPU device(s)"
@@ -98,8 +97,9 @@ class PackedSweep:
         return [self._job_return(s) for s in states]
 
     # --- devices ------------------------------------------------------------------------------
-    def _devices(self, jobs: list[JobSpec]) -> tuple[list[int], int]:
-        """(the GPUs' CUDA indices, none on a CPU machine; jobs per device), checked."""
+    def _devices(self, jobs: list[JobSpec]) -> tuple[list[int], int, int]:
+        """(the GPUs' CUDA indices, none on a CPU machine; devices; jobs per device),
+        checked."""
         from isaacgymenvs_gmi.config.sim import detect_platform
         from isaacgymenvs_gmi.placement.inventory import detect_inventory
         from isaacgymenvs_gmi.placement.machine_limits import available_memory
@@ -113,7 +113,7 @@ class PackedSweep:
         devices = len(gpus) if gpus else _cpu_devices(self.config)
         check_capacity(per_gpu, devices, len(usable_cores()), available_memory(), bool(gpus))
         check_fits(jobs, per_gpu)
-        return gpus, per_gpu
+        return gpus, devices, per_gpu
 
     def _environment(self, lease: Lease, gpus: list[int]) -> dict[str, str]:
         if not gpus:
