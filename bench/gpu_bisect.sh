@@ -6,6 +6,7 @@
 # non-finite scalars rl-games handed TensorBoard (the earliest sign: NaN losses from epoch 1).
 #
 #   bash bench/gpu_bisect.sh OUTDIR [BUDGET_S]     (run through bench/gpu_suite.sh OUTDIR bisect)
+#   BISECT_ONLY="name ..." runs only the variants named; BISECT_EPOCHS sets epochs per run (6)
 #
 # The controls first: the default (held hand-offs, sim/handoff.py) against the unheld hand-offs
 # of before, one process at the failing size (if it fails too, GMIs are not the cause: MJX or the
@@ -36,6 +37,7 @@ variants=(  # name|environment|overrides, most telling first
 start=$SECONDS
 for v in "${variants[@]}"; do
     IFS='|' read -r name environment overrides <<<"$v"
+    if [[ -n ${BISECT_ONLY:-} && " $BISECT_ONLY " != *" $name "* ]]; then continue; fi
     left=$((budget - (SECONDS - start)))
     if ((left < 60)); then echo "$name: skipped, ${left}s left"; continue; fi
     limit=$((left < 150 ? left : 150))

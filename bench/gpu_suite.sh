@@ -3,7 +3,7 @@
 # GPU benchmarks. Each step has its own time limit so one hang cannot eat the rest; a log of
 # every step and an archive of bench/results land in OUTDIR.
 #
-#   bash bench/gpu_suite.sh OUTDIR [STEP ...]   (steps: headline bisect facts tests
+#   bash bench/gpu_suite.sh OUTDIR [STEP ...]   (steps: headline bisect facts tests nan_test
 #                                                tests_more reduction mjx channels sweep plan)
 #
 # Runs from a plain checkout with the dependencies importable (PYTHONPATH), without installing the
@@ -25,7 +25,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 links=()
 for sub in tasks patches; do
-    if ! "$py" -c "import isaacgymenvs_gmi.$sub" 2>/dev/null; then
+    if [[ ! -e isaacgymenvs_gmi/$sub ]] && ! "$py" -c "import isaacgymenvs_gmi.$sub" 2>/dev/null; then
         ln -s "../$sub" "isaacgymenvs_gmi/$sub" && links+=("isaacgymenvs_gmi/$sub")
     fi
 done
@@ -57,8 +57,11 @@ step() {  # step NAME SECONDS CMD...: runs CMD under a limit, logging to OUTDIR/
 for s in $steps; do
     case $s in
     headline)  # Ant training on MJX, 1 process vs 3 MPS GMIs, same total envs (gpu_headline.py)
-        step headline 540 "$py" bench/gpu_headline.py --out "$out/headline" \
-            --limit-s "${HEADLINE_LIMIT_S:-150}" ;;
+        # HEADLINE_RUNS="NAME:K[:WORDS] ..." (gpu_headline.py --runs), HEADLINE_NO_WARM=1, HEADLINE_CACHE=DIR
+        # shellcheck disable=SC2086
+        step headline "${HEADLINE_STEP_LIMIT:-540}" "$py" bench/gpu_headline.py --out "$out/headline" \
+            --limit-s "${HEADLINE_LIMIT_S:-150}" ${HEADLINE_NO_WARM:+--no-warm} \
+            ${HEADLINE_CACHE:+--cache $HEADLINE_CACHE} ${HEADLINE_RUNS:+--runs $HEADLINE_RUNS} ;;
     bisect)  # which GPU-only ingredient makes multi-GMI Ant non-finite (gpu_bisect.sh)
         step bisect "${BISECT_LIMIT:-560}" bash bench/gpu_bisect.sh "$out/bisect" \
             "$((${BISECT_LIMIT:-560} - 20))" ;;
@@ -69,6 +72,9 @@ torch.cuda.get_device_name(0)); print(\"jax\", jax.__version__, jax.devices()); 
 print(\"mujoco\", mujoco.__version__)'; which nvidia-cuda-mps-control"
         ;;
     tests) step tests "${TESTS_LIMIT:-300}" "${pytest_gpu[@]}" --timeout 240 "${first_tests[@]}" ;;
+    nan_test)  # the first GPU test alone, its train.py output kept under OUTDIR/nan_test/
+        step nan_test "${TESTS_LIMIT:-300}" "${pytest_gpu[@]}" --timeout 280 \
+            --basetemp "$out/nan_test" "${first_tests[0]}" ;;
     tests_more)
         step tests_more "${TESTS_LIMIT:-420}" "${pytest_gpu[@]}" --timeout 300 \
             $(printf -- '--deselect %s ' "${first_tests[@]}") tests ;;

@@ -58,8 +58,9 @@ def test_mps_daemon_of_a_killed_owner_is_stopped(monkeypatch):
 
 
 def train(tmp_path: Path, *overrides: str, task: str = "Cartpole") -> subprocess.CompletedProcess:
-    """``train.py task=<task> sim_backend=mjx ...overrides`` run to its end."""
-    return subprocess.run(
+    """``train.py task=<task> sim_backend=mjx ...overrides`` run to its end; its output is also
+    kept in ``tmp_path/train.log`` (read it from a kept ``--basetemp`` after a failure)."""
+    proc = subprocess.run(
         [
             sys.executable,
             "train.py",
@@ -73,6 +74,8 @@ def train(tmp_path: Path, *overrides: str, task: str = "Cartpole") -> subprocess
         text=True,
         timeout=budget(900),
     )
+    (tmp_path / "train.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    return proc
 
 
 def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
