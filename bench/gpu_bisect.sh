@@ -28,6 +28,7 @@ variants=(  # name|environment|overrides, most telling first
     "one_process_1366||gmi.per_gpu=1 num_envs=1366 train.params.config.minibatch_size=10928"
     "three_bare_launch_blocking|CUDA_LAUNCH_BLOCKING=1|$three $bare"
     "three_bare_debug_sync||$three $bare gmi.debug.sync=true"
+    "three_uncapped||$three gmi.sm_percent=[100,100,100]"
     "three_no_compile||$three +train.params.config.torch_compile=False"
     "three_no_fp16||$three train.params.config.mixed_precision=False"
     "three_host_staged||$three gmi.intra_device=shm"
