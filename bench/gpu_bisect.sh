@@ -8,12 +8,16 @@
 #   bash bench/gpu_bisect.sh OUTDIR [BUDGET_S]     (run through bench/gpu_suite.sh OUTDIR bisect)
 #   BISECT_ONLY="name ..." runs only the variants named; BISECT_EPOCHS sets epochs per run (6)
 #
-# The controls first: the default (held hand-offs, sim/handoff.py) against the unheld hand-offs
-# of before, one process at the failing size (if it fails too, GMIs are not the cause: MJX or the
-# reset pool at 1366 worlds is), and the unheld case with every launch synchronous or with
-# gmi.debug.sync (if either makes it clean, a stream or lifetime race is the cause).
+# First a run that replays its first non-finite minibatch and says where the values went bad
+# (gmi.debug.trace_nonfinite, rl/nonfinite_trace.py: its verdict and first non-finite module are
+# copied into the summary line). Then the controls: the default (held hand-offs, sim/handoff.py)
+# against the unheld hand-offs of before, one process at the failing size, the unheld case with
+# every launch synchronous or with gmi.debug.sync (clean there: a stream or lifetime race), and
+# the ingredients one at a time.
 #
-# H200 results so far (before the controls existed): bench/results/gpu_h200/bisect/.
+# Results: bench/results/gpu_h200/bisect/ (first window), bench/results/gpu_h100/bisect/ (the
+# controls: not a race, not the hand-offs, not torch.compile; clean without mixed precision and
+# in one process at the same size).
 set -uo pipefail
 out=${1:?usage: bench/gpu_bisect.sh OUTDIR [BUDGET_S]}
 budget=${2:-540}
@@ -23,6 +27,7 @@ mkdir -p "$out"
 three="gmi.per_gpu=3 num_envs=1366 train.params.config.minibatch_size=10928"
 bare="gmi.debug.handoffs=bare"  # torch/JAX buffers crossing unheld, as before sim/handoff.py
 variants=(  # name|environment|overrides, most telling first
+    "three_traced||$three gmi.debug.trace_nonfinite=true"
     "three_as_configured||$three"
     "three_bare_handoffs||$three $bare"
     "one_process_1366||gmi.per_gpu=1 num_envs=1366 train.params.config.minibatch_size=10928"
@@ -50,6 +55,7 @@ for v in "${variants[@]}"; do
     verdict=$(grep -o "non-finite values.*after epoch [0-9]*: [^.]*" "$out/$name.log" | head -1)
     nan_scalars=$(grep -c "NaN or Inf found in input tensor" "$out/$name.log")
     last=$(grep -o "epoch [0-9]*/[0-9]*.*" "$out/$name.log" | tail -1 | cut -c1-120)
+    traced=$(grep -o "first non-finite output: .*\|verdict: .*" "$out/$name.log" | head -2 | tr '\n' ' ')
     echo "$name [${environment:+$environment }$overrides]: exit $rc after $((SECONDS - t0))s; ${verdict:-learner finite};" \
-        "$nan_scalars non-finite scalars; last: ${last:-none}"
+        "$nan_scalars non-finite scalars; last: ${last:-none}${traced:+; trace: $traced}"
 done

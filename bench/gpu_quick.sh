@@ -7,7 +7,8 @@
 # 3. if it passes: the bisection's controls that say why (the unheld hand-offs of before, and one
 #    process at the same size), then the headline (one process vs 3 MPS GMIs capped and uncapped,
 #    same total envs, the compile cache the test filled);
-#    if it fails: the bisection's controls and ingredients instead, to find the cause.
+#    if it fails: the bisection instead, the first non-finite minibatch replayed and explained
+#    (gmi.debug.trace_nonfinite), then uncapped MPS clients and the sizes in between.
 #
 #   bash bench/gpu_quick.sh OUTDIR [BUDGET_S]      (BUDGET_S: whole-call limit, default 560)
 #
@@ -47,7 +48,7 @@ if grep -q " 1 passed" "$out/nan_test.log"; then
     tail -n 20 "$out/headline.log"
 else
     echo "== nan_test did not pass: the bisection ($(left) s left)"
-    BISECT_ONLY="one_process_1366 three_bare_debug_sync three_no_fp16 three_gmis_1024 two_gmis_1366" \
+    BISECT_ONLY="three_traced three_uncapped two_gmis_1366 three_gmis_1024 three_no_fp16" \
         BISECT_EPOCHS=3 BISECT_LIMIT=$(($(left) - 10)) bash "$here/gpu_suite.sh" "$out" bisect
 fi
 rm -f "$out/results.tgz"

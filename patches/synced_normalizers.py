@@ -60,6 +60,20 @@ class SyncedRunningMeanStd(RunningMeanStd):
     def forward(self, input, denorm: bool = False, mask: torch.Tensor | None = None):
         if not self.training:
             return super().forward(input, denorm, mask)
+        self._update_from_union(input, mask)
+        self.training = False  # normalise with the updated statistics, without updating again
+        try:
+            return super().forward(input, denorm, mask)
+        finally:
+            self.training = True
+
+    @torch.compiler.disable
+    def _update_from_union(self, input: torch.Tensor, mask: torch.Tensor | None) -> None:
+        """Fold every GMI's batch moments of ``input`` ((B, C) or masked) into the running ones.
+
+        Never compiled: with rl-games' ``torch_compile`` the model's forward is, and tracing into
+        this would put a collective (a graph break) and float64 host arithmetic (C++ code that
+        Inductor builds at run time, three GMIs at once) into the learner's graphs."""
         if mask is not None:
             mean, var = torch_ext.get_mean_var_with_masks(input, mask)
         else:
@@ -75,11 +89,6 @@ class SyncedRunningMeanStd(RunningMeanStd):
         self.running_mean, self.running_var, self.count = self._update_mean_var_count_from_moments(
             self.running_mean, self.running_var, self.count, u_mean, u_var, u_count
         )
-        self.training = False  # normalise with the updated statistics, without updating again
-        try:
-            return super().forward(input, denorm, mask)
-        finally:
-            self.training = True
 
 
 def _synced(module: torch.nn.Module, gather: Gather) -> torch.nn.Module:

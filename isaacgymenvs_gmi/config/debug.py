@@ -23,10 +23,15 @@ class DebugSettings:
             ``held`` (each buffer owned by us and kept until its consumer has passed it) or
             ``bare`` (zero-copy and unheld, as before the rule existed: only to show in a
             bisection what the rule changes).
+        trace_nonfinite: at the first minibatch whose losses are NaN or inf, replay its forward
+            pass (weights from before its step, eager, with and without autocast) and say where
+            the first non-finite value appeared (:mod:`~isaacgymenvs_gmi.rl.nonfinite_trace`).
+            Copies the weights before every minibatch: for diagnosis only.
     """
 
     sync: bool = False
     handoffs: HandOffs = "held"
+    trace_nonfinite: bool = False
 
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str = "gmi.debug") -> DebugSettings:
@@ -38,6 +43,9 @@ class DebugSettings:
             handoffs=cast(
                 HandOffs,
                 check_choice(f"{prefix}.handoffs", given.get("handoffs", d.handoffs), HANDOFFS),
+            ),
+            trace_nonfinite=check_flag(
+                f"{prefix}.trace_nonfinite", given.get("trace_nonfinite", d.trace_nonfinite)
             ),
         )
 
@@ -52,4 +60,6 @@ class DebugSettings:
             parts.append("gmi.debug.sync: every env step and collective waits for the device")
         if self.handoffs == "bare":
             parts.append("gmi.debug.handoffs=bare: torch/JAX buffers cross unheld (unsafe)")
+        if self.trace_nonfinite:
+            parts.append("gmi.debug.trace_nonfinite: the first non-finite minibatch is replayed")
         return "; ".join(parts) + " (slow or unsafe: for diagnosis only)"

@@ -3,10 +3,11 @@ losses or the rewards it would report.
 
 A policy whose weights (or normaliser statistics) went non-finite never recovers: every later
 action is NaN, the physics integrates NaN states that never trip a termination check, and the
-run burns its budget printing ``nan`` or nothing. With fp16 training the weights can stay finite
-while every update is skipped (the gradient scaler drops non-finite gradients), so the epoch's
-losses are checked too, and the mean reward about to be reported. The check runs before the
-epoch's progress line, statistics and checkpoints, so none of them comes from a non-finite epoch.
+run burns its budget printing ``nan`` or nothing. With mixed precision (rl-games' bf16 autocast
+and gradient scaler) the weights can stay finite while every update is skipped (the scaler drops
+non-finite gradients), so the epoch's losses are checked too, and the mean reward about to be
+reported. The check runs before the epoch's progress line, statistics and checkpoints, so none of
+them comes from a non-finite epoch.
 Checking once per epoch costs one device sync.
 """
 
@@ -85,5 +86,5 @@ def ensure_finite(
             f"non-finite values (NaN or inf) in the learner after epoch {epoch}: {shown}. "
             "Training stops here; the checkpoints written before this epoch are intact. "
             "Look for exploding rewards or observations; on a GPU, "
-            "train.params.config.mixed_precision=False rules out fp16 overflow."
+            "train.params.config.mixed_precision=False rules out reduced precision (bf16 autocast)."
         )

@@ -44,7 +44,7 @@ def rlgames_params(
     config["print_stats"] = False  # our progress line replaces rl-games' fps line
     if not rl_device.startswith("cuda"):
         config["torch_compile"] = False  # compilation costs more than it gains on the CPU
-        config["mixed_precision"] = False  # fp16 autocast is a CUDA feature
+        config["mixed_precision"] = False  # rl-games' bf16 autocast is CUDA-only
     player = config.setdefault("player", {})
     player.setdefault("games_num", num_envs)  # one episode per env, then report the mean
     apply_model_size_multiplier(params)

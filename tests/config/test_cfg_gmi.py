@@ -43,6 +43,7 @@ def test_missing_keys_take_defaults():
         ({"sm_percent": (100,)}, "sm_percent", (100.0,)),
         ({"debug": {"sync": True}}, "debug", DebugSettings(sync=True)),
         ({"debug": {"handoffs": "bare"}}, "debug", DebugSettings(handoffs="bare")),
+        ({"debug": {"trace_nonfinite": True}}, "debug", DebugSettings(trace_nonfinite=True)),
     ],
 )
 def test_good_values(given, field, expected):
@@ -82,7 +83,7 @@ def test_from_dictconfig_with_list():
         ({"debug": {"handoffs": "no"}}, "gmi.debug.handoffs='no': must be one of 'held', 'bare'"),
         (
             {"debug": {"syncs": True}},
-            "gmi.debug.syncs=True: unknown key; known keys under gmi.debug: sync, handoffs",  # noqa: E501,
+            "gmi.debug.syncs=True: unknown key; known keys under gmi.debug: sync, handoffs, trace_nonfinite",  # noqa: E501,
         ),
     ],
 )

@@ -79,9 +79,10 @@ def train(tmp_path: Path, *overrides: str, task: str = "Cartpole") -> subprocess
 
 
 def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
-    """The case that went NaN from epoch 1 on an H200: 3 MPS GMIs x 1366 envs, Ant on MJX with
-    AntPPO's own settings (fp16, torch.compile). The learner check stops a run at the first
-    epoch with NaN or inf in its weights, losses or reward, so exit 0 means 20 finite epochs."""
+    """The case that went NaN from epoch 1 on an H200 and an H100: 3 MPS GMIs x 1366 envs, Ant
+    on MJX with AntPPO's own settings (mixed precision: bf16 autocast; torch.compile). The learner
+    check stops a run at the first epoch with NaN or inf in its weights, losses or reward, so exit
+    0 means 20 finite epochs."""
     proc = train(
         tmp_path,
         "gmi.per_gpu=3",

@@ -45,8 +45,8 @@ def _result(a_losses, *, bound=True, kls=(0.01,)):
 
 
 def test_an_epoch_with_finite_weights_but_a_nan_loss_or_reward_is_non_finite():
-    """fp16: the gradient scaler skips non-finite updates, so the weights can stay finite while
-    every loss is NaN; no reward or checkpoint may come from such an epoch."""
+    """Mixed precision: the gradient scaler skips non-finite updates, so the weights can stay
+    finite while every loss is NaN; no reward or checkpoint may come from such an epoch."""
     fine = epoch_values(_result([torch.tensor(0.1), torch.tensor(0.2)]), torch.tensor([[12.0]]))
     assert set(fine) == {"a_loss", "c_loss", "b_loss", "entropy", "kl", "mean reward"}
     assert non_finite_values(fine) == []

@@ -103,6 +103,37 @@ def test_one_gmi_is_exactly_rl_games():
     assert torch.equal(ours(x, denorm=True), theirs(x, denorm=True))
 
 
+def test_compiled_forward_leaves_the_statistics_update_uncompiled():
+    """rl-games compiles the model (``torch_compile``); the union update (a collective, float64
+    host arithmetic) must stay out of the graphs: on an H100, three GMIs building it as C++ at
+    once failed the run. The compiled normaliser still updates and normalises as the eager one."""
+    graphs: list[torch.fx.GraphModule] = []
+
+    def recording(gm: torch.fx.GraphModule, _inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    gathered = []
+
+    def gather(row: torch.Tensor) -> torch.Tensor:  # this GMI and a twin with shifted moments
+        gathered.append(row)
+        twin = row.clone()
+        twin[1 : 1 + DIM] += 1.0
+        return torch.stack([row, twin])
+
+    eager = SyncedRunningMeanStd(scripted_rms(), gather)
+    compiled_module = SyncedRunningMeanStd(scripted_rms(), gather)
+    compiled = torch.compile(compiled_module, backend=recording)
+    for step in range(3):
+        x = batches(step)[0].float()
+        assert torch.equal(compiled(x), eager(x))
+    assert len(gathered) == 6  # every training-mode call gathered, eager and compiled alike
+    for key, value in eager.state_dict().items():
+        assert torch.equal(compiled_module.state_dict()[key], value), key
+    calls = [str(n.target) for gm in graphs for n in gm.graph.nodes if n.op.startswith("call_")]
+    assert graphs and not [c for c in calls if "var" in c or "cat" in c], calls
+
+
 def test_state_dict_keys_are_rl_games_own():
     source = scripted_rms()
     source(torch.randn(10, DIM))

@@ -14,6 +14,7 @@ from isaacgymenvs_gmi import startup_clock
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
 from isaacgymenvs_gmi.rl.finite_check import ensure_finite, epoch_values
+from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,11 @@ class StoppableAgent(A2CAgent):
         should_stop: StopCheck = never_stop,
         before_epoch: EpochHook = no_fault,
         telemetry: EpochReport | None = None,
+        trace: NonFiniteTrace | None = None,
     ):
         super().__init__(base_name, params)
         self.should_stop, self.before_epoch = should_stop, before_epoch
-        self.telemetry = telemetry
+        self.telemetry, self.trace = telemetry, trace
         self.stopped_by: int | None = None  # the signal that ended training early
         self.last_checkpoint: str | None = None  # the file written last by this agent
         self._epoch_starts: list[float] = []  # perf_counter as each epoch starts
@@ -93,6 +95,11 @@ class StoppableAgent(A2CAgent):
         finally:
             if self.telemetry is not None:
                 self.telemetry.close()
+
+    def calc_gradients(self, input_dict):
+        if self.trace is None:
+            return super().calc_gradients(input_dict)
+        return self.trace.step(self, input_dict, super().calc_gradients)
 
     def train_epoch(self):
         self._epoch_starts.append(time.perf_counter())

@@ -15,6 +15,7 @@ import torch
 
 from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
+from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep, ReplicatedPpo, announce
 from isaacgymenvs_gmi.runners.shared.stopping import StoppableAgent
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
@@ -41,6 +42,7 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
         telemetry: EpochTelemetry,
         before_epoch: EpochHook = no_fault,
         should_stop: StopCheck = never_stop,
+        trace: NonFiniteTrace | None = None,
     ):
         super().__init__(
             base_name,
@@ -48,6 +50,7 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
             should_stop=should_stop,
             before_epoch=before_epoch,
             telemetry=telemetry,
+            trace=trace,
         )
         group = self.group = lockstep.group
         swapped = self.replicate(lockstep)

@@ -134,6 +134,10 @@ def _agent_factory(
     there are others, else rl-games' own agent made stoppable; both report through
     ``telemetry``."""
     hooks = dict(telemetry=telemetry, before_epoch=ctx.before_epoch, should_stop=ctx.should_stop)
+    if ctx.plan.gmi.debug.trace_nonfinite:
+        from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
+
+        hooks["trace"] = NonFiniteTrace(log.warning)
     if lockstep is not None:
         from .agent import GmiPpoAgent
 
