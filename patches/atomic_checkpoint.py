@@ -5,6 +5,9 @@ mid-write leaves a truncated checkpoint that no longer loads. We write to a temp
 same folder, flush it to disk, and ``os.replace`` it over the target: readers see the old file or
 the new one, never half of one. Applied by :func:`apply`; idempotent.
 
+Numbers rl-games keeps as numpy scalars (its best reward) are written as Python numbers, so
+torch's default ``torch.load(path)`` (``weights_only=True``) reads every checkpoint we write.
+
 Checkpoints also record what they were trained on, as plain strings under
 ``state["isaacgymenvs_gmi"]`` (see :func:`set_checkpoint_metadata`), so a later run can say which
 task a checkpoint belongs to.
@@ -18,7 +21,7 @@ import tempfile
 import torch
 from rl_games.algos_torch import torch_ext
 
-from isaacgymenvs_gmi.config.checkpoint_file import METADATA_KEY
+from isaacgymenvs_gmi.config.checkpoint_file import METADATA_KEY, plain_values
 
 _ORIGINAL = torch_ext.save_checkpoint
 _metadata: dict[str, str | int] = {}
@@ -51,10 +54,11 @@ def atomic_save(state: dict, path: str) -> None:
 
 def save_checkpoint(filename: str, state: dict) -> None:
     """Replacement for ``rl_games.algos_torch.torch_ext.save_checkpoint`` (same contract), plus
-    the metadata of :func:`set_checkpoint_metadata` when there is any."""
+    the metadata of :func:`set_checkpoint_metadata` when there is any; numpy scalars are
+    written as Python numbers, so ``torch.load(path)`` with its defaults reads the file."""
     if _metadata:
         state = {**state, METADATA_KEY: dict(_metadata)}
-    atomic_save(state, filename + ".pth")
+    atomic_save(plain_values(state), filename + ".pth")
 
 
 def apply() -> None:

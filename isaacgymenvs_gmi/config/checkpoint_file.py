@@ -1,10 +1,12 @@
 """What a checkpoint file may hold, and reading one without running any of its code.
 
-A checkpoint is rl-games' state dict written by ``torch.save``: tensors, plain Python values,
-the numpy scalar rl-games keeps its best reward in, and our own entry under :data:`METADATA_KEY`
-(str/int values). :func:`read_checkpoint` loads it with ``torch.load(weights_only=True)`` and
-the globals of :func:`safe_globals` only, so a pickled object whose ``__reduce__`` names a
-function (``os.system``, ...) is refused before anything is called.
+A checkpoint is rl-games' state dict written by ``torch.save``: tensors, plain Python values
+and our own entry under :data:`METADATA_KEY` (str/int values). We write numpy scalars as the
+Python numbers they hold (:func:`plain_values`), so torch's default loader reads our files;
+older ones (and rl-games' own) hold the numpy scalar rl-games keeps its best reward in.
+:func:`read_checkpoint` loads either with ``torch.load(weights_only=True)`` and the globals of
+:func:`safe_globals` only, so a pickled object whose ``__reduce__`` names a function
+(``os.system``, ...) is refused before anything is called.
 
 It lives here, below both the rl-games patch that loads checkpoints and the check that runs when
 a run is planned, because those two sit side by side in the import layers.
@@ -46,6 +48,22 @@ def safe_globals() -> list[Any]:
 
     scalar = np._core.multiarray.scalar
     return [scalar, (scalar, "numpy.core.multiarray.scalar"), np.dtype, np.dtypes.Float32DType]
+
+
+def plain_values(state: Any) -> Any:
+    """``state`` with every numpy scalar (rl-games keeps its best reward as a float32 one)
+    replaced by the Python number it holds, through dicts, lists and tuples; tensors and other
+    values as they are. What it returns loads with torch's default ``torch.load(path)``
+    (``weights_only=True``, no allowlist)."""
+    import numpy as np
+
+    if isinstance(state, np.generic):
+        return state.item()
+    if isinstance(state, Mapping):
+        return type(state)((k, plain_values(v)) for k, v in state.items())
+    if isinstance(state, (list, tuple)) and not hasattr(state, "_fields"):
+        return type(state)(plain_values(v) for v in state)
+    return state
 
 
 def read_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> dict[str, Any]:

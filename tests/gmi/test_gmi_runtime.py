@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import torch
 
 from isaacgymenvs_gmi.comm.signed_store import SECRET_ENV
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
@@ -140,10 +141,13 @@ def test_resume_with_a_different_number_of_gmis(tmp_path):
         "task=Cartpole",
         "max_iterations=6",
         "train.params.config.save_frequency=3",
+        "train.params.config.save_best_after=1",  # a best reward (a numpy scalar in rl-games)
         tmp_path=tmp_path,
     )
     assert first.returncode == 0, first.stderr[-3000:]
     ckpt = checkpoints(tmp_path)[-1]
+    state = torch.load(ckpt)  # torch's defaults (weights_only=True), as any pipeline loads it
+    assert state["epoch"] == 6 and isinstance(state["last_mean_rewards"], float)
     second = train(
         "task=Cartpole",
         "gmi.per_gpu=2",

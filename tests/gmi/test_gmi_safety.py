@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import torch
 import torch.distributed as dist
 
 from isaacgymenvs_gmi.comm.signed_store import SignedStore, StoreAuthError
@@ -110,6 +111,7 @@ def test_a_stop_signal_ends_the_run_at_an_epoch_with_a_checkpoint_that_plays(
     assert found and last.startswith(f"stopped by {sig.name}"), last
     assert os.path.isfile(found.group(1)) and found.group(1) == run.checkpoints()[-1]
     assert run.leftovers() == []
+    assert "model" in torch.load(found.group(1))  # torch's default loader (weights_only=True)
     play = subprocess.run(
         [sys.executable, "train.py", "task=Cartpole", "test=True", f"checkpoint={found.group(1)}"],
         cwd=ROOT,

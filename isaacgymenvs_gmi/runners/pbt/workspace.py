@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from isaacgymenvs_gmi.atomic_file import write_atomically
+from isaacgymenvs_gmi.config.checkpoint_file import plain_values
 
 from .selection import latest_records
 
@@ -96,7 +97,7 @@ class Workspace:
         folder = self.member_dir(member)
         model = os.path.join(folder, f"{iteration:06d}.pth")
         buffer = io.BytesIO()
-        torch.save(dict(state), buffer)
+        torch.save(plain_values(dict(state)), buffer)  # torch's default loader reads it
         write_atomically(model, buffer.getvalue())
         record = Record(member=member, iteration=iteration, checkpoint=model, **fields)
         path = os.path.join(folder, f"{iteration:06d}.yaml")
