@@ -96,7 +96,10 @@ def plan_run(
     _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
     _check_training(cfg, mode, num_envs, train_params)
     settings = mode.settings(cfg)
-    facts = ModeFacts(gmi, layout, train_params, num_envs, train, backend, cuda, settings)
+    dims = (footprint.num_obs, footprint.num_states, footprint.num_actions)
+    facts = ModeFacts(
+        gmi, layout, train_params, num_envs, train, backend, cuda, settings, cfg.task_name, dims
+    )
     terms = mode.check(facts)
     video = _video_settings(cfg, mode, task.foreign)
     wandb = WandbSettings.from_cfg(cfg)
@@ -124,7 +127,7 @@ def plan_run(
         test=bool(cfg.test),
         checkpoint=str(cfg.checkpoint) or None,
         under_torchrun=place.under_torchrun,
-        dims=(footprint.num_obs, footprint.num_states, footprint.num_actions),
+        dims=dims,
         serve=ServeSettings.from_cfg(cfg),
         expendable=terms.expendable,
         min_expendable=terms.min_alive,

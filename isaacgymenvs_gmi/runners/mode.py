@@ -34,6 +34,8 @@ class ModeFacts:
         cuda: whether a CUDA device is visible.
         settings: the mode's own typed settings (what its ``Mode.settings`` read from the
             config), or None.
+        task_name: the task (``task_name``).
+        dims: the task's observation, state and action widths.
     """
 
     gmi: GmiConfig
@@ -44,6 +46,8 @@ class ModeFacts:
     backend: str
     cuda: bool
     settings: Any = None
+    task_name: str = ""
+    dims: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def ipc_possible(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
+from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.runners.pbt.member import state_fingerprint
 from isaacgymenvs_gmi.runners.pbt.workspace import Workspace
 from tests.gmi.launched_run import LaunchedRun
@@ -20,6 +23,7 @@ from tests.gmi.test_gmi_runtime import train
 from tests.pbt_upstream_files import write_upstream_pbt_files
 
 ROOT = Path(__file__).resolve().parents[2]
+NO_GPU = (False, ("cpu",), False)  # (cuda available, JAX platforms, warp installed)
 POPULATION = (
     "task=Cartpole",
     "pbt=pbt_default",
@@ -187,3 +191,53 @@ def test_ctrl_c_stops_every_member_with_a_checkpoint(tmp_path):
         assert list((folder / "nn").glob("*.pth")), member
     assert "stopped by SIGINT" in err
     assert not run.leftovers()
+
+
+def test_the_workspace_says_which_population_it_holds(population):
+    _, runs = population
+    held = yaml.safe_load((runs / "pbt_workspace" / "population.yaml").read_text())
+    assert (held["task"], held["members"], held["observations"], held["actions"]) == (
+        "Cartpole",
+        3,
+        4,
+        1,
+    )
+    assert held["model"] == "continuous_a2c_logstd" and '"units": [32, 32]' in held["network"]
+
+
+@pytest.mark.parametrize(
+    ("change", "differs"),
+    [
+        (("task=Ant",), "task, observations, actions, network"),  # another task in that train_dir
+        (("gmi.per_gpu=2",), "members"),
+        (("train.params.network.mlp.units=[64,64]",), "network"),
+    ],
+)
+def test_a_run_that_could_not_resume_the_workspace_is_refused_before_start(
+    population, compose_cfg, change, differs
+):
+    """In process: the launcher's checks refuse it, naming pbt.workspace and both ways out,
+    before any GMI, simulator or file exists."""
+    _, runs = population
+    workspace = runs / "pbt_workspace"
+    changed = {c.split("=")[0] for c in change}
+    kept = [o for o in POPULATION if o.split("=")[0] not in changed]
+    cfg = compose_cfg(*kept, *change, f"train_dir={runs}")
+    with pytest.raises(ConfigError) as refused:
+        plan_run(cfg, NO_GPU)
+    text = str(refused.value)
+    assert text.startswith(f"pbt.workspace={str(workspace)!r}: holds another population (Cartpole")
+    assert f"differs in {differs})" in text
+    assert "set pbt.workspace to another folder" in text and f"or remove {workspace}" in text
+
+
+def test_the_same_population_resumes_from_its_workspace(population, tmp_path):
+    """Cartpole, then Cartpole again in the same train_dir: every member resumes from its newest
+    record (the workspace copied, so the other tests keep theirs)."""
+    _, runs = population
+    shutil.copytree(runs / "pbt_workspace", tmp_path / "runs" / "pbt_workspace")
+    again = train(*POPULATION, "max_iterations=2", "seed=4", tmp_path=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    resumed = re.findall(r"\[PBT\] member (\d): resumes from its iteration (\d+)", again.stdout)
+    assert sorted(m for m, _ in resumed) == ["0", "1", "2"], again.stdout[-3000:]
+    assert "never reported" not in again.stdout

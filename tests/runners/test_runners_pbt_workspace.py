@@ -4,7 +4,10 @@ the population, pruning, the best policy kept, and config values written into a 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
+import time
 
 import torch
 import yaml
@@ -12,6 +15,7 @@ import yaml
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from isaacgymenvs_gmi.runners.pbt.body import _with_values, workspace_root
 from isaacgymenvs_gmi.runners.pbt.member import state_fingerprint
+from isaacgymenvs_gmi.runners.pbt.telemetry import announce_start, summarise, wait_for_members
 from isaacgymenvs_gmi.runners.pbt.workspace import BEST_FILES_KEPT, MAX_RECORDS, Workspace
 
 
@@ -125,6 +129,27 @@ def test_live_states_skip_members_not_started(tmp_path):
     ws.prepare(0)
     ws.write_live(0, {"state": "training", "objective": 3.0})
     assert ws.read_live() == {0: {"state": "training", "objective": 3.0}}
+
+
+def test_the_end_waits_for_a_member_still_starting_here_and_then_names_it(tmp_path):
+    """A member that announced its start and is still a process on this host (compiling, say)
+    is waited for however long it has been silent; once it is gone, the summary says so."""
+    ws = Workspace(str(tmp_path / "ws"), 2)
+    for member in (0, 1):
+        ws.prepare(member)
+    ws.write_live(0, {"state": "done", "objective": 5.0, "time": time.time()})
+    busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    announce_start(ws, 1)
+    ws.write_live(1, {**ws.read_live()[1], "pid": busy.pid, "time": time.time() - 100})
+    started = time.monotonic()
+    live = wait_for_members(ws, patience_s=0.1, poll_s=0.05)
+    busy.wait()
+    assert time.monotonic() - started >= 1.0 and busy.returncode == 0
+    lines = summarise(live, 2).lines
+    assert (
+        lines[2]
+        == "  member 1: objective -, 0 frames, replaced 0x, mutated 0x, gone before its first epoch"
+    )
 
 
 def test_mutated_values_land_in_a_copy_of_the_config():

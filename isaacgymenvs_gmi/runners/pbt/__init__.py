@@ -9,11 +9,13 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.pbt import PbtSettings
 from isaacgymenvs_gmi.runners.mode import Mode, ModeFacts, ModeTerms
 
-from .body import run_pbt
+from .body import run_pbt, workspace_root
+from .identity import PopulationIdentity, check_workspace
 
 
 def _check_pbt(facts: ModeFacts) -> ModeTerms:
-    """One policy per GMI, at least two; every member survivable (the others go on)."""
+    """One policy per GMI, at least two, and a workspace that holds no other population;
+    every member survivable (the others go on)."""
     settings: PbtSettings | None = facts.settings
     if settings is None:  # test=True: the checkpoint is played in one process, no population
         return ModeTerms()
@@ -33,6 +35,8 @@ def _check_pbt(facts: ModeFacts) -> ModeTerms:
             f"each GMI trains one policy of the population and this run has {gmis} GMIs; set "
             f"pbt.num_policies={gmis} (or null), or gmi.per_gpu (x gmi.num_gpus) to {policies}",
         )
+    run = PopulationIdentity.of_run(facts.task_name, facts.dims, facts.train_params, policies)
+    check_workspace(workspace_root(facts.train.train_dir, settings.workspace), run)
     return ModeTerms(
         expendable=tuple(range(gmis)),
         min_alive=1,

@@ -27,9 +27,10 @@ from isaacgymenvs_gmi.gmi.compile_gate import compile_once_per_device
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.runners.result import RunResult
 
+from .identity import PopulationIdentity, claim_workspace
 from .member import MemberObserver, MemberState, Restart, state_fingerprint
 from .mutation import mutate
-from .telemetry import MemberTelemetry, event, summarise, wait_for_members
+from .telemetry import MemberTelemetry, announce_start, event, summarise, wait_for_members
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ def run_pbt(ctx: GmiContext) -> RunResult:
     settings: PbtSettings = plan.mode_settings
     workspace = Workspace(workspace_root(plan.train.train_dir, settings.workspace), plan.world_size)
     workspace.prepare(member)
+    run = PopulationIdentity.of_run(plan.task_name, plan.dims, plan.train_params, plan.world_size)
+    claim_workspace(workspace.root, run)
+    announce_start(workspace, member)
     seed = plan.seed + member
     prepare_gmi(plan, seed)
     rng = random.Random(f"pbt-{seed}")

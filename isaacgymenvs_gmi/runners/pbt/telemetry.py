@@ -8,6 +8,8 @@ member that is slow, restarting or gone never holds the display back.
 
 from __future__ import annotations
 
+import os
+import socket
 import statistics
 import sys
 import time
@@ -22,6 +24,32 @@ from .member import MemberState
 from .workspace import Workspace
 
 ENDED = ("done", "stopped", "failed")
+STARTING = "starting"  # written as a member starts, before its env and model are built
+
+
+def process_mark() -> dict[str, Any]:
+    """Where the member writing a live record runs: its pid and host (to tell, on the same
+    host, a member still busy from one that is gone)."""
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
+def announce_start(workspace: Workspace, member: int) -> None:
+    """The member's first live record, before anything slow (env build, compilation): from
+    now on the population's end waits for it."""
+    workspace.write_live(member, {"state": STARTING, "time": time.time(), **process_mark()})
+
+
+def _running_here(status: Mapping[str, Any]) -> bool:
+    """Whether the member that wrote ``status`` is a live process on this host (an exited one
+    its parent has not reaped yet counts as gone)."""
+    import psutil
+
+    if status.get("host") != socket.gethostname() or not isinstance(status.get("pid"), int):
+        return False
+    try:
+        return psutil.Process(status["pid"]).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def event(member: int) -> Callable[[str], None]:
@@ -123,6 +151,7 @@ class MemberTelemetry:
                 "mutated": self.state.mutated,
                 "experiment": self.state.experiment_name,
                 "time": time.time(),
+                **process_mark(),
             },
         )
 
@@ -142,8 +171,9 @@ class Summary:
 
 
 def wait_for_members(workspace: Workspace, patience_s: float, poll_s: float = 0.5) -> dict:
-    """Every member's last state once each has ended, or has not written for ``patience_s``
-    (gone: crashed or killed); returns what was read."""
+    """Every member's last state once each has ended, or is gone: no longer a process on this
+    host, or (on another host) silent for ``patience_s``; returns what was read. A member
+    still starting (compiling, say) is waited for while its process lives."""
     while True:
         live = workspace.read_live()
         now = time.time()
@@ -152,8 +182,11 @@ def wait_for_members(workspace: Workspace, patience_s: float, poll_s: float = 0.
             for m in range(workspace.num_policies)
             if m in live
             and live[m].get("state") not in ENDED
-            and now - float(live[m].get("time", 0))
-            < max(patience_s, 5 * live[m].get("epoch_seconds", 0))
+            and (
+                _running_here(live[m])
+                or now - float(live[m].get("time", 0))
+                < max(patience_s, 5 * live[m].get("epoch_seconds", 0))
+            )
         ]
         if not waiting:
             return live
@@ -174,7 +207,12 @@ def summarise(live: Mapping[int, Mapping[str, Any]], num_policies: int) -> Summa
         if s is None:
             lines.append(f"  member {m}: never reported")
             continue
-        how = s.get("state") if s.get("state") in ENDED else "gone (no word since it last trained)"
+        if s.get("state") in ENDED:
+            how = s["state"]
+        elif s.get("state") == STARTING:
+            how = "gone before its first epoch"
+        else:
+            how = "gone (no word since it last trained)"
         obj = "-" if s.get("objective") is None else f"{s['objective']:.2f}"
         if s.get("objective") is not None and not s.get("measured", True):
             obj += " (its checkpoint's when it restarted; no episode scored since)"
