@@ -72,6 +72,9 @@ def test_async_cartpole_learns_in_the_serial_twin(tmp_path):
     got = rewards(run)
     assert min(got[:5]) < 2 * RANDOM_CARTPOLE and max(got[-5:]) >= 400, got
     assert run.checkpoints() and run.leftovers() == []
+    err = run.text("err")
+    assert re.search(r"start-up [\d.]+ s to the first epoch: ", err), err[-2000:]
+    assert "training done: max_epochs reached after 1,064,960 frames" in err, err[-800:]
 
 
 @pytest.mark.slow

@@ -163,6 +163,7 @@ def run_result(
         experiment_dir=getattr(agent, "experiment_dir", None) if books.lead else None,
         history=books.history,
         stopped_by=stopped_by,
+        ended_by=None if stopped_by is not None else books.ended_by,
         checkpoint=checkpoint,
         rates={} if rates is None else {"pps": rates.pps, "ttop": rates.ttop},
         channels=balance.channels(),
