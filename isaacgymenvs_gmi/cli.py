@@ -49,9 +49,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # re-import the main module, so say it once, not once per GMI.
     warnings.filterwarnings("ignore", message="(?s).*version_base")
 
+    started = []  # the app ran: Hydra composed the config
+
     def app(cfg) -> float | None:
         from isaacgymenvs_gmi.console import quiet_console
 
+        started.append(True)
         logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
         _say_sources(cfg, sources)
         with quiet_console():
@@ -62,8 +65,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     entry = hydra.main(
         version_base="1.1", config_path=sources.main, config_name=sources.config_name
     )
-    with user_sources_first(sources):
-        entry(app)()
+    try:
+        with user_sources_first(sources):
+            entry(app)()
+    except SystemExit as exit_:
+        if exit_.code not in (0, None) and not started:  # Hydra refused the command line
+            from isaacgymenvs_gmi.config.suggest import suggestions
+
+            for line in suggestions(args):
+                print(line, file=sys.stderr)
+        raise
 
 
 def _register_sweep_launcher() -> None:

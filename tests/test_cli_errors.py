@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.suggest import suggestions
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.tasks import Cartpole
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
@@ -80,10 +81,31 @@ def _train(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 def test_cli_unknown_task_lists_available_tasks(tmp_path):
-    proc = _train("task=Humanoidz", tmp_path=tmp_path)
+    proc = _train("task=Humanoidz", "gmi.per_gppu=2", tmp_path=tmp_path)
     assert proc.returncode != 0
     assert "Ant" in proc.stderr and "Cartpole" in proc.stderr
+    assert "did you mean task=Humanoid? (task=Humanoidz is not known)" in proc.stderr
+    assert "did you mean gmi.per_gpu? (gmi.per_gppu is not known)" in proc.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["task=Ant", "max_iteration=3"], "did you mean max_iterations?"),
+        (["task=Ant", "train.params.config.learning_rat=3"], "train.params.config.learning_rate?"),
+        (["task=Cartpol", "train=CartpolPPO"], "task=Cartpole? (task=Cartpol"),
+        (["task=Ant", "task.env.numEnv=3"], "did you mean task.env.numEnvs?"),
+    ],
+)
+def test_a_typo_gets_the_closest_names(args, says):
+    found = suggestions(args)
+    assert any(says in line for line in found), found
+
+
+def test_nothing_is_suggested_for_a_good_command_line_or_a_value():
+    assert suggestions(["task=Ant", "gmi.per_gpu=3", "+extra.key=1"]) == []
+    assert suggestions(["task=Zzzzzz"]) == []  # nothing close: Hydra's list says it all
 
 
 def test_cli_task_config_without_task_class_lists_available(tmp_path):
