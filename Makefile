@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # machine while the reward climbs (numEnvs is per GMI: 3 x 512 envs); on a GPU machine drop them
 # (`make train TRAIN_ARGS=`) to use the task's own settings. With fewer cores than GMIs the GMIs
 # share the cores (gmi.cores=auto); `make train GMI_ARGS=gmi.per_gpu=auto` lets the planner
-# choose GMIs per device by measuring (the README's planner section).
+# choose GMIs per device by measuring (docs/planner.md).
 GMI_ARGS ?= gmi.per_gpu=3
 TRAIN_ARGS ?= num_envs=512 train.params.config.minibatch_size=4096 max_iterations=300
 PYTEST_ARGS ?=
