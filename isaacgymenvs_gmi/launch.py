@@ -23,6 +23,7 @@ from isaacgymenvs_gmi.config import (
     GmiConfig,
     TrainSettings,
     detect_platform,
+    ignored_physx_keys,
     report_ignored_keys,
     resolve_sim_settings,
     validate_train_config,
@@ -53,7 +54,7 @@ from isaacgymenvs_gmi.placement.machine_limits import (
 )
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
-from isaacgymenvs_gmi.rl.train_names import check_rlgames_names
+from isaacgymenvs_gmi.rl.train_names import check_rlgames_names, unread_train_config_keys
 from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, RunResult, mode_named, mode_of
 from isaacgymenvs_gmi.sim.compile_cache import cache_folder, use_compile_cache
 from isaacgymenvs_gmi.sim.envs import is_task_logic
@@ -139,7 +140,24 @@ def plan_run(
         run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,
         video=video,
         mode_settings=settings,
+        unread_keys=_unread_keys(task, footprint, train_params),
     )
+
+
+def _unread_keys(task: _Task, footprint: TaskFootprint, train_params: dict) -> tuple[str, ...]:
+    """``task.env`` keys our task never read when it was built (a VecTask class of the user's
+    reads its own) and ``train.params.config`` keys rl-games never spells, except the Isaac Gym
+    settings that have a line of their own."""
+    env = [] if task.foreign else [f"task.env.{k}" for k in task.config.get("env") or {}]
+    physx = set(ignored_physx_keys({"task": task.config}))
+    unread = [
+        k
+        for k in env
+        if k.removeprefix("task.env.") not in footprint.env_keys_read
+        and k not in physx
+        and not k.startswith("task.env.plane")
+    ]
+    return (*unread, *unread_train_config_keys(train_params))
 
 
 @dataclass
@@ -336,7 +354,7 @@ def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
 
 
 def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
-    report_ignored_keys(cfg, log)
+    report_ignored_keys(cfg, log, plan.unread_keys)
     use_compile_cache(cache_folder(plan.gmi.compile_cache))  # here and in the GMIs we start
     devices = len(plan.layout.mpl())
     for line in not_applied(

@@ -25,7 +25,7 @@ Kept, because the MuJoCo tasks read them: ``task.sim.dt``, ``substeps``, ``up_ax
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -62,8 +62,10 @@ def ignored_physx_keys(cfg: Any) -> list[str]:
     return keys
 
 
-def report_ignored_keys(cfg: Any, log: logging.Logger) -> list[str]:
-    """Log the ignored keys on one INFO line, the first time only in this process.
+def report_ignored_keys(cfg: Any, log: logging.Logger, unread: Sequence[str] = ()) -> list[str]:
+    """Log the ignored keys on one INFO line, the first time only in this process: the Isaac
+    Gym settings, then ``unread`` (keys neither the task nor rl-games reads, found when the run
+    was planned).
 
     Returns the keys that were logged, or an empty list when nothing was logged.
     """
@@ -72,12 +74,19 @@ def report_ignored_keys(cfg: Any, log: logging.Logger) -> list[str]:
         return []
     _reported = True
     keys = ignored_physx_keys(cfg)
+    parts = []
     if keys:
-        log.info(
-            "Isaac Gym settings not used by the MuJoCo backends (accepted and ignored): %s",
-            ", ".join(keys),
+        parts.append(
+            "Isaac Gym settings not used by the MuJoCo backends (accepted and ignored): "
+            + ", ".join(keys)
         )
-    return keys
+    if unread:
+        said = "read by neither the task nor rl-games"
+        parts.append(f"{said}: " if keys else f"settings {said} (accepted and ignored): ")
+        parts[-1] += ", ".join(unread)
+    if parts:
+        log.info("%s", "; ".join(parts))
+    return [*keys, *unread]
 
 
 _ABSENT = object()

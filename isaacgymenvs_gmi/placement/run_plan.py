@@ -49,6 +49,7 @@ class RunPlan:
     video: VideoSettings = VideoSettings()  # capture_video: env 0 of GMI 0 on video
     run_config: dict[str, Any] | None = None  # the whole resolved config, logged when wandb is on
     mode_settings: Any = None  # the mode's own typed settings (e.g. pbt.*), None for most modes
+    unread_keys: tuple[str, ...] = ()  # task.env / train.params.config keys nothing reads
 
     @property
     def num_envs(self) -> int:

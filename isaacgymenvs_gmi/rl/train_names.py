@@ -15,7 +15,9 @@ import ast
 import functools
 import importlib.util
 import inspect
+import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from isaacgymenvs_gmi.config.errors import ConfigError, one_of
@@ -209,3 +211,33 @@ def _unresolved(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_QUOTED_NAME = re.compile(r"""['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")
+
+
+@functools.cache
+def rlgames_names() -> frozenset[str]:
+    """Every quoted identifier in rl-games' agent, player, network and runner modules: a
+    superset of the ``train.params.config`` keys it can read (a key it never spells, it never
+    reads). Read from its source, without importing it."""
+    spec = importlib.util.find_spec("rl_games")
+    if spec is None or spec.origin is None:
+        return frozenset()
+    root = Path(spec.origin).parent
+    files = [*root.glob("common/*.py"), *root.glob("algos_torch/*.py"), root / "torch_runner.py"]
+    names: set[str] = set()
+    for path in files:
+        names.update(_QUOTED_NAME.findall(path.read_text(encoding="utf-8")))
+    return frozenset(names)
+
+
+def unread_train_config_keys(train_params: Mapping[str, Any]) -> list[str]:
+    """``train.params.config.*`` keys rl-games never reads (accepted and ignored by it)."""
+    config = train_params.get("config")
+    if not isinstance(config, Mapping):
+        return []
+    names = rlgames_names()
+    if not names:
+        return []
+    return [f"{_PREFIX}.config.{key}" for key in config if str(key) not in names]

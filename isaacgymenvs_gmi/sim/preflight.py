@@ -12,6 +12,7 @@ the launcher does not start JAX's backend (its thread pools would keep it from f
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ import mujoco
 
 from isaacgymenvs_gmi.config.errors import ConfigError
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
-from isaacgymenvs_gmi.config.task_env import SimTiming, asset_file_of
+from isaacgymenvs_gmi.config.task_env import SimTiming, TaskEnvSettings, asset_file_of
 from isaacgymenvs_gmi.tasks.base import ModelInfo, TaskConfigError, TaskLogic
 
 from .model import AssetLoadError, AssetNotFoundError, compile_task_model
@@ -40,6 +41,7 @@ class TaskFootprint:
     num_states: int
     num_actions: int
     physics_state_values: int
+    env_keys_read: frozenset[str] = frozenset()  # task.env keys the task and runtime read
 
 
 class _Reads(dict):
@@ -57,6 +59,10 @@ class _Reads(dict):
         self.read.append(key)
         return super().get(key, default)
 
+    def __contains__(self, key):
+        self.read.append(key)
+        return super().__contains__(key)
+
 
 def preflight_task(
     task_cls: type[TaskLogic],
@@ -71,8 +77,14 @@ def preflight_task(
     a number must be a number here too. ``randomization``: its actors must be the task's.
     """
     SimTiming.from_task_config(task_config)  # dt required, steps positive, or refused
+    env = _Reads(task_config.get("env") or {})
+    watched = {**task_config, "env": env}  # every read of task.env below is recorded
+    with contextlib.suppress(TaskConfigError):  # refused, naming the key, when the run is planned
+        task_cls.check_config(env)
+    with contextlib.suppress(ConfigError):  # refused, naming the key, when the run is planned
+        TaskEnvSettings.from_task_config(watched)
     try:
-        model, timing = compile_task_model(task_cls, task_config, assets_root)
+        model, timing = compile_task_model(task_cls, watched, assets_root)
     except AssetNotFoundError as err:
         raise ConfigError("assets_root", assets_root, str(err).split(": ", 1)[-1]) from None
     except AssetLoadError as err:
@@ -82,7 +94,6 @@ def preflight_task(
         raise ConfigError(f"task.env.{err.key}", err.value, err.constraint) from None
     if randomization is not None:
         resolve_targets(randomization, model, task_cls.actors)  # refused naming the actor
-    env = _Reads(task_config.get("env") or {})
     try:
         sizes = _task_sizes(task_cls, env, timing.dt, ModelInfo.from_model(model))
     except KeyError as err:
@@ -96,6 +107,7 @@ def preflight_task(
     return TaskFootprint(
         *sizes,
         physics_state_values=int(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)),
+        env_keys_read=frozenset(env.read),
     )
 
 

@@ -7,6 +7,9 @@ import logging
 import pytest
 
 from isaacgymenvs_gmi.config import ignored, ignored_physx_keys, report_ignored_keys
+from isaacgymenvs_gmi.launch import plan_run
+
+NO_GPU = (False, ("cpu",), False)  # (cuda available, JAX platforms, warp installed)
 
 TOP_LEVEL = [
     "physics_engine",
@@ -84,3 +87,39 @@ def test_report_logs_one_line_once(compose_cfg, caplog, fresh_report):
     message = records[0].getMessage()
     assert "\n" not in message
     assert "task.sim.physx" in message and "num_subscenes" in message
+
+
+def test_keys_neither_the_task_nor_rl_games_reads_are_named_in_the_same_line(
+    compose_cfg, caplog, fresh_report
+):
+    """Found when the run is planned: the task records what it reads as it is built, and
+    rl-games' own source spells every key it can read."""
+    cfg = compose_cfg(
+        "task=Cartpole", "+task.env.numActions=abc", "+train.params.config.learning_rat=3"
+    )
+    plan = plan_run(cfg, NO_GPU)
+    assert plan.unread_keys == ("task.env.numActions", "train.params.config.learning_rat")
+    log = logging.getLogger("test.ignored")
+    with caplog.at_level(logging.INFO, logger="test.ignored"):
+        report_ignored_keys(cfg, log, plan.unread_keys)
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "test.ignored"]
+    assert message.startswith("Isaac Gym settings not used by the MuJoCo backends")
+    assert message.endswith(
+        "; read by neither the task nor rl-games: task.env.numActions, "
+        "train.params.config.learning_rat"
+    )
+
+
+@pytest.mark.parametrize("task", ["Ant", "Humanoid", "FrankaCabinet", "ShadowHand"])
+def test_what_the_bundled_configs_carry_unread_is_what_upstream_has_and_we_do_not_use(
+    compose_cfg, task
+):
+    unread = plan_run(compose_cfg(f"task={task}"), NO_GPU).unread_keys
+    assert not [k for k in unread if k.startswith("train.")], unread  # rl-games reads them all
+    expected = {
+        "Ant": (),
+        "Humanoid": (),
+        "FrankaCabinet": ("task.env.numProps", "task.env.aggregateMode"),
+        "ShadowHand": ("task.env.forceDecay", "task.env.resetRotationNoise"),
+    }[task]
+    assert set(expected) <= set(unread), unread
