@@ -2,8 +2,9 @@
 
 A trial runs the candidate's GMIs on one device, gradient reduction among them included. On
 ``devices`` devices every GMI also waits, at each PPO update, for the reduction across devices;
-that extra time is modelled with Table 2 of the paper (:mod:`isaacgymenvs_gmi.comm.cost_model`,
-the strategy Algorithm 1 picks) and charged to each epoch:
+that extra time is modelled after Table 2 of the paper, for the reducers as this package runs them
+(:func:`isaacgymenvs_gmi.comm.cost_model.reduction_time`, the strategy Algorithm 1 picks), and
+charged to each epoch:
 
     projected = measured x devices x t_epoch / (t_epoch + updates x (T(g, t) - T(1, t)))
 

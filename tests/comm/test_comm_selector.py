@@ -2,7 +2,7 @@
 
 import pytest
 
-from isaacgymenvs_gmi.comm.cost_model import reduction_time
+from isaacgymenvs_gmi.comm.cost_model import reduction_time, table_2_time
 from isaacgymenvs_gmi.comm.selector import RULES, mrr_valid, select_strategy
 
 
@@ -26,8 +26,8 @@ def test_algorithm_1_every_branch(mpl, expected, rule):
     assert mrr_valid(mpl) == (expected == "mrr")
 
 
-# Table 2 worked by hand for M_p = 1 MB of gradients, B_1 = 1 GB/s between GMIs (through the
-# host) and B_2 = 10 GB/s over NCCL:
+# Table 2 (table_2_time) worked by hand for M_p = 1 MB of gradients, B_1 = 1 GB/s between GMIs
+# (through the host) and B_2 = 10 GB/s over NCCL:
 #   MPR = 2(gt-1) M_p / (g t B_1)
 #   MRR = 2(g-1)(t+1) M_p / (g B_2)
 #   HAR = 2(g-1) M_p / (g B_2) + 2(t-1) M_p / (t B_1)
@@ -58,14 +58,35 @@ M, B1, B2 = 1e6, 1e9, 1e10
 )
 def test_cost_model_table_2(g, t, mpr, mrr, har):
     """Table 2 against hand-worked seconds for g GPUs of t GMIs each."""
-    assert reduction_time("mpr", g, t, M, B1, B2) == pytest.approx(mpr)
-    assert reduction_time("mrr", g, t, M, B1, B2) == pytest.approx(mrr)
-    assert reduction_time("har", g, t, M, B1, B2) == pytest.approx(har)
+    assert table_2_time("mpr", g, t, M, B1, B2) == pytest.approx(mpr)
+    assert table_2_time("mrr", g, t, M, B1, B2) == pytest.approx(mrr)
+    assert table_2_time("har", g, t, M, B1, B2) == pytest.approx(har)
+
+
+@pytest.mark.parametrize(("g", "t"), [(2, 2), (4, 1), (4, 4), (3, 2)])
+def test_our_mrr_costs_what_har_costs_and_algorithm_1_never_picks_the_dearer(g, t):
+    """Our MRR: t rings side by side across the GPUs, then the partial sums meet inside each
+    GPU (B_1): HAR's bandwidth cost. At one GMI per GPU Table 2 as printed charges it twice."""
+    mrr, har = (reduction_time(s, g, t, M, B1, B2) for s in ("mrr", "har"))
+    assert mrr == pytest.approx(har)
+    mpl = [list(range(d * t, (d + 1) * t)) for d in range(g)]
+    assert select_strategy(mpl) == "mrr"
+    if t == 1:  # the case Table 2 prices at twice HAR
+        assert table_2_time("mrr", g, t, M, B1, B2) == pytest.approx(2 * har)
+
+
+@pytest.mark.parametrize(("g", "t"), [(1, 3), (2, 3)])
+def test_mrr_is_not_priced_where_it_cannot_run(g, t):
+    with pytest.raises(ValueError, match="MRR cannot run"):
+        reduction_time("mrr", g, t, M, B1, B2)
+    assert table_2_time("mrr", g, t, M, B1, B2) >= 0  # the paper's formula says nothing of it
 
 
 def test_cost_model_refuses_an_unknown_strategy():
     with pytest.raises(ValueError):
         reduction_time("ring", 1, 1, M, B1, B2)
+    with pytest.raises(ValueError):
+        table_2_time("ring", 1, 1, M, B1, B2)
 
 
 @pytest.mark.parametrize("strategy", ["mpr", "mrr", "har"])
@@ -77,9 +98,9 @@ def test_cost_grows_in_proportion_to_the_gradients(strategy):
 
 
 def test_each_strategy_pays_for_its_own_links():
-    """MPR only crosses the host (B_1), MRR only NCCL (B_2), HAR both (2G2T)."""
-    assert reduction_time("mpr", 2, 2, M, B1, 1e12) == pytest.approx(1.5e-3)  # B_2 unused
-    assert reduction_time("mrr", 2, 2, M, 1e12, B2) == pytest.approx(3e-4)  # B_1 unused
+    """Table 2: MPR only crosses the host (B_1), MRR only NCCL (B_2), HAR both (2G2T)."""
+    assert table_2_time("mpr", 2, 2, M, B1, 1e12) == pytest.approx(1.5e-3)  # B_2 unused
+    assert table_2_time("mrr", 2, 2, M, 1e12, B2) == pytest.approx(3e-4)  # B_1 unused
     # HAR with NCCL 100x faster: 2*1*M/(2*1e12) + 2*1*M/(2*B1) = 1e-6 + 1e-3
     assert reduction_time("har", 2, 2, M, B1, 1e12) == pytest.approx(1.001e-3)
 
