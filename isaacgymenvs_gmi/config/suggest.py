@@ -77,19 +77,21 @@ def _suggestions(args: list[str]) -> list[str]:
     options = _group_options(flags)
     for override in overrides:
         key, _, value = override.partition("=")
-        if key in GROUPS and options.get(key) is not None and value not in options[key]:
-            found = close(value, options[key])
-            if found:
-                lines.append(_did_you_mean(override, [f"{key}={v}" for v in found]))
+        if key not in GROUPS or options.get(key) is None:
             continue
-        if key in GROUPS:
+        unknown = [v for v in value.split(",") if v not in options[key]]  # a sweep lists several
+        for v in unknown:
+            found = close(v, options[key])
+            if found:
+                lines.append(_did_you_mean(f"{key}={v}", [f"{key}={f}" for f in found]))
+        if not unknown and "," not in value:
             kept.append(override)
     GlobalHydra.instance().clear()
     cfg = compose_config(*flags, *kept)
     for override in overrides:
         key = override.partition("=")[0]
-        if key in GROUPS or key.startswith(("+", "~", "hydra.")):
-            continue
+        if key in GROUPS or "/" in key or key.startswith(("+", "~", "hydra")):
+            continue  # a group choice, an addition or deletion, or Hydra's own settings
         if OmegaConf.select(cfg, key, default=_MISSING) is _MISSING:
             found = key_suggestions(cfg, key)
             if found:

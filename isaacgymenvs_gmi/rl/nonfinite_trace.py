@@ -33,7 +33,8 @@ from typing import Any
 import torch
 
 AUTOCAST_DTYPE = torch.bfloat16  # what rl-games' calc_gradients autocasts to (1.6.5)
-LOSSES = ("a_loss", "c_loss", "entropy", "kl")  # the first four of rl-games' train_result
+# where rl-games' calc_gradients leaves each loss in ``train_result`` (1.6.5)
+LOSSES = {"a_loss": 0, "c_loss": 1, "entropy": 2, "kl": 3, "b_loss": 8}
 INPUTS = (  # rl-games' minibatch dict
     "obs",
     "actions",
@@ -231,7 +232,8 @@ class NonFiniteTrace:
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
         result = calc(input_dict)
         self.minibatch += 1
-        losses = dict(zip(LOSSES, agent.train_result[: len(LOSSES)], strict=True))
+        result = agent.train_result
+        losses = {k: result[i] for k, i in LOSSES.items() if i < len(result)}
         bad = [k for k, v in losses.items() if not bool(torch.isfinite(torch.as_tensor(v)).all())]
         if bad:
             self.done = True
@@ -241,7 +243,7 @@ class NonFiniteTrace:
     def describe(self, agent, model, before, input_dict, bad: list[str]) -> str:
         scale = agent.scaler.get_scale() if agent.scaler.is_enabled() else None
         lines = [
-            f"non-finite trace: epoch {agent.epoch_num + 1}, minibatch {self.minibatch}: "
+            f"non-finite trace: epoch {agent.epoch_num}, minibatch {self.minibatch}: "
             f"{', '.join(bad)} not finite (loss scale {scale}, learning rate {agent.last_lr:.3g})"
         ]
         for key in INPUTS:

@@ -49,7 +49,7 @@ def agent() -> SimpleNamespace:
     return SimpleNamespace(
         model=model,
         train_result=None,
-        epoch_num=0,
+        epoch_num=1,  # rl-games counts the epoch up before it trains it
         last_lr=3e-4,
         mixed_precision=False,
         scaler=torch.amp.GradScaler("cuda", enabled=False),
@@ -80,7 +80,19 @@ def calc(a: SimpleNamespace, poison_before=False, poison_after=False):
         a_loss = res["prev_neglogp"].mean()
         c_loss = ((res["values"] - batch["returns"]) ** 2).mean()
         kl = ((res["mus"] - batch["mu"]) ** 2).mean()
-        a.train_result = (a_loss, c_loss, res["entropy"].mean(), kl, a.last_lr, 1.0)
+        b_loss = (res["mus"].clamp_min(1.1) - 1.1).pow(2).sum(-1).mean()
+        mu, sigma = res["mus"].detach(), res["sigmas"].detach()
+        a.train_result = (
+            a_loss,
+            c_loss,
+            res["entropy"].mean(),
+            kl,
+            a.last_lr,
+            1.0,
+            mu,
+            sigma,
+            b_loss,
+        )
         if poison_after:
             with torch.no_grad():
                 mu_head.weight[1, 0] = float("nan")
@@ -97,7 +109,7 @@ def test_a_finite_run_is_not_reported_and_weights_broken_before_the_step_are_nam
     trace.step(a, minibatch(2), calc(a))
     assert len(reports) == 1 and trace.done
     report = reports[0]
-    assert report.startswith("non-finite trace: epoch 1, minibatch 3: a_loss, entropy, kl not")
+    assert report.startswith("non-finite trace: epoch 1, minibatch 3: a_loss, entropy, kl, b_loss")
     assert "non-finite: a2c_network.mu.weight" in report
     assert "first non-finite output: a2c_network.mu (Linear) from finite inputs" in report
     assert f"mus ({ROWS}, {ACTIONS}) float32: {ROWS} of {ROWS} rows non-finite" in report
