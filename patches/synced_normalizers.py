@@ -17,7 +17,9 @@ value net) and the central value net's state normaliser.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import sys
 from collections.abc import Callable
 
 import torch
@@ -60,35 +62,51 @@ class SyncedRunningMeanStd(RunningMeanStd):
     def forward(self, input, denorm: bool = False, mask: torch.Tensor | None = None):
         if not self.training:
             return super().forward(input, denorm, mask)
-        self._update_from_union(input, mask)
+        if _COMPILER_LOADED in sys.modules:  # compiled code may trace this: keep the update out
+            _uncompiled(_update_from_union)(self, input, mask)
+        else:
+            _update_from_union(self, input, mask)
         self.training = False  # normalise with the updated statistics, without updating again
         try:
             return super().forward(input, denorm, mask)
         finally:
             self.training = True
 
-    @torch.compiler.disable
-    def _update_from_union(self, input: torch.Tensor, mask: torch.Tensor | None) -> None:
-        """Fold every GMI's batch moments of ``input`` ((B, C) or masked) into the running ones.
 
-        Never compiled: with rl-games' ``torch_compile`` the model's forward is, and tracing into
-        this would put a collective (a graph break) and float64 host arithmetic (C++ code that
-        Inductor builds at run time, three GMIs at once) into the learner's graphs."""
-        if mask is not None:
-            mean, var = torch_ext.get_mean_var_with_masks(input, mask)
-        else:
-            mean, var = input.mean(self.axis), input.var(self.axis, unbiased=False)
-        # rl-games weighs a batch by its rows, masked or not; we keep that (one GMI: identical)
-        count = torch.tensor([float(input.size(0))], dtype=torch.float64, device=mean.device)
-        mine = torch.cat([count, mean.double().reshape(-1), var.double().reshape(-1)])
-        rows = self._gather(mine).to(self.running_mean.device)
-        if rows.shape[0] == 1:  # keep rl-games' exact arithmetic (input dtype moments)
-            u_mean, u_var, u_count = mean, var, input.size(0)
-        else:
-            u_mean, u_var, u_count = union_moments(rows)
-        self.running_mean, self.running_var, self.count = self._update_mean_var_count_from_moments(
-            self.running_mean, self.running_var, self.count, u_mean, u_var, u_count
-        )
+# A submodule only torch's real compiler loads (the package's stand-in for it does not, and a
+# run that never compiles keeps the stand-in: the update then runs as plain Python).
+_COMPILER_LOADED = "torch._dynamo.eval_frame"
+
+
+@functools.cache
+def _uncompiled(fn):
+    """``fn`` marked "never compile" (made on first need: marking imports the compiler)."""
+    return torch.compiler.disable(fn)
+
+
+def _update_from_union(
+    self: SyncedRunningMeanStd, input: torch.Tensor, mask: torch.Tensor | None
+) -> None:
+    """Fold every GMI's batch moments of ``input`` ((B, C) or masked) into the running ones.
+
+    Never compiled: with rl-games' ``torch_compile`` the model's forward is, and tracing into this
+    would put a collective (a graph break) and float64 host arithmetic (C++ code that Inductor
+    builds at run time, three GMIs at once) into the learner's graphs."""
+    if mask is not None:
+        mean, var = torch_ext.get_mean_var_with_masks(input, mask)
+    else:
+        mean, var = input.mean(self.axis), input.var(self.axis, unbiased=False)
+    # rl-games weighs a batch by its rows, masked or not; we keep that (one GMI: identical)
+    count = torch.tensor([float(input.size(0))], dtype=torch.float64, device=mean.device)
+    mine = torch.cat([count, mean.double().reshape(-1), var.double().reshape(-1)])
+    rows = self._gather(mine).to(self.running_mean.device)
+    if rows.shape[0] == 1:  # keep rl-games' exact arithmetic (input dtype moments)
+        u_mean, u_var, u_count = mean, var, input.size(0)
+    else:
+        u_mean, u_var, u_count = union_moments(rows)
+    self.running_mean, self.running_var, self.count = self._update_mean_var_count_from_moments(
+        self.running_mean, self.running_var, self.count, u_mean, u_var, u_count
+    )
 
 
 def _synced(module: torch.nn.Module, gather: Gather) -> torch.nn.Module:

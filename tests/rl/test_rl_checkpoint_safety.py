@@ -69,7 +69,8 @@ class RunsCommand:
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> str:
     """The last checkpoint of a 2-epoch Cartpole run with a central value net; a best
-    checkpoint is saved after epoch 1, so ``last_mean_rewards`` is a numpy scalar."""
+    checkpoint is saved after epoch 1, so rl-games holds ``last_mean_rewards`` as a numpy
+    scalar (written as the Python number it holds)."""
     train_dir = tmp_path_factory.mktemp("runs")
     cfg = _compose(
         "task=Cartpole",
@@ -186,7 +187,10 @@ def test_a_central_value_net_of_another_shape_is_named(checkpoint):
 def test_the_right_checkpoint_passes_fast_and_records_its_task(checkpoint):
     state = safe_checkpoint_load.load_checkpoint(checkpoint)
     assert state["isaacgymenvs_gmi"] == {"task": "Cartpole"}
-    assert isinstance(state["last_mean_rewards"], np.float32)  # needs the numpy allowlist
+    # rl-games keeps its best reward as a numpy scalar; we write the Python number it holds,
+    # so torch's default loader (weights_only=True, no allowlist) reads the file
+    assert isinstance(state["last_mean_rewards"], float)
+    assert torch.load(checkpoint)["last_mean_rewards"] == state["last_mean_rewards"]
     assert "assymetric_vf_nets" in state
     cfg = _compose("task=Cartpole", CRITIC % "32,32")
     task_config = OmegaConf.to_container(cfg.task, resolve=True)
@@ -196,6 +200,16 @@ def test_the_right_checkpoint_passes_fast_and_records_its_task(checkpoint):
     check_checkpoint(checkpoint, "Cartpole", task_config, train_params)
     assert time.perf_counter() - start < 0.5
     _check(checkpoint, "task=Cartpole")  # without a central value net: the actor alone
+
+
+def test_an_older_checkpoint_holding_rl_games_numpy_scalar_still_loads(checkpoint, tmp_path):
+    """Files written before (or by rl-games itself) hold the numpy float32: our loader's
+    allowlist reads them."""
+    old = {**safe_checkpoint_load.load_checkpoint(checkpoint), "last_mean_rewards": np.float32(7)}
+    path = tmp_path / "older.pth"
+    torch.save(old, path)
+    loaded = safe_checkpoint_load.load_checkpoint(str(path))
+    assert isinstance(loaded["last_mean_rewards"], np.float32) and loaded["last_mean_rewards"] == 7
 
 
 def test_compiled_model_keys_load_as_rl_games_loads_them(checkpoint, tmp_path, patched):

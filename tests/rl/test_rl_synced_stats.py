@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -217,3 +219,15 @@ def test_one_gmi_standardises_advantages_as_rl_games():
     out = a.clone()
     normalize_over_union(out, lambda mine: mine.reshape(1, -1))
     assert torch.allclose(out, (a - a.mean()) / (a.std() + 1e-8), atol=1e-6)
+
+
+def test_the_patch_leaves_torch_compiler_unloaded():
+    """Marking the update "never compile" at import would load torch's compiler (about a second
+    in every GMI) in runs that never compile; it is marked only once the compiler is loaded."""
+    code = (
+        "import sys, torch\n"
+        "import isaacgymenvs_gmi.patches.synced_normalizers\n"
+        "print('torch._dynamo.eval_frame' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
