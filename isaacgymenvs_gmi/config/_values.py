@@ -93,11 +93,11 @@ def check_percent(key: str, value: Any) -> float:
 
 def check_known_keys(prefix: str, given: Mapping[str, Any], known: tuple[str, ...]) -> None:
     """Reject keys under ``prefix`` that are not in ``known`` (with the closest known ones)."""
-    import difflib
+    from .suggest import close
 
     for name in given:
         if name not in known:
-            near = difflib.get_close_matches(str(name), known, n=2, cutoff=0.6)
+            near = close(str(name), known)
             hint = f"; did you mean {' or '.join(f'{prefix}.{k}' for k in near)}?" if near else ""
             raise ConfigError(
                 f"{prefix}.{name}",

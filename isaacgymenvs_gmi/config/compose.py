@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -10,19 +11,14 @@ from omegaconf import DictConfig
 from .resolvers import register_resolvers
 
 
-def compose_config(
-    *overrides: str, config_dir: str | Path | None = None, config_name: str = "config"
-) -> DictConfig:
-    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running.
-
-    The sources are ``train.py``'s, in the same order (the user's first, the bundled ``cfg/``
-    last): ``config_dir`` and ``config_name`` play ``--config-path`` and ``--config-name``, and
-    ``hydra.searchpath=[...]`` and ``--config-dir DIR`` may be among ``overrides``. Inside a
-    running Hydra app its global state is cleared first (as ``isaacgymenvs.make`` does), so call
-    it after the app has read what it needs of ``HydraConfig``."""
+@contextlib.contextmanager
+def initialized_sources(*overrides: str, config_dir=None, config_name: str = "config"):
+    """Hydra initialised over ``train.py``'s config sources for ``overrides`` (the user's first,
+    the bundled ``cfg/`` last); yields the resolved sources. Inside a running Hydra
+    app its global state is cleared first."""
     import warnings
 
-    from hydra import compose, initialize_config_dir
+    from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from isaacgymenvs_gmi.config.sources import (
@@ -45,4 +41,20 @@ def compose_config(
     with warnings.catch_warnings(), user_sources_first(sources):
         warnings.filterwarnings("ignore", message="(?s).*version_base")
         with initialize_config_dir(config_dir=sources.main, version_base="1.1"):
-            return compose(config_name=sources.config_name, overrides=sources.hydra_args)
+            yield sources
+
+
+def compose_config(
+    *overrides: str, config_dir: str | Path | None = None, config_name: str = "config"
+) -> DictConfig:
+    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running.
+
+    The sources are ``train.py``'s, in the same order (the user's first, the bundled ``cfg/``
+    last): ``config_dir`` and ``config_name`` play ``--config-path`` and ``--config-name``, and
+    ``hydra.searchpath=[...]`` and ``--config-dir DIR`` may be among ``overrides``. Inside a
+    running Hydra app its global state is cleared first (as ``isaacgymenvs.make`` does), so call
+    it after the app has read what it needs of ``HydraConfig``."""
+    from hydra import compose
+
+    with initialized_sources(*overrides, config_dir=config_dir, config_name=config_name) as src:
+        return compose(config_name=src.config_name, overrides=src.hydra_args)

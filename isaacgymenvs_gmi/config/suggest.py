@@ -29,18 +29,10 @@ def _did_you_mean(given: str, found: list[str]) -> str:
 def key_suggestions(cfg: DictConfig, key: str) -> list[str]:
     """Dotted keys of ``cfg`` close to ``key`` (one that ``cfg`` lacks): siblings under its
     deepest existing parent first, else any key of ``cfg`` at the same depth."""
-    parts = key.split(".")
-    node: Any = cfg
-    for depth, part in enumerate(parts[:-1]):
-        if not isinstance(node, DictConfig) or part not in node:
-            parts_known = parts[:depth]
-            break
-        node = node[part]
-    else:
-        parts_known = parts[:-1]
-    if isinstance(node, DictConfig) and len(parts_known) == len(parts) - 1:
-        prefix = ".".join(parts_known)
-        near = close(parts[-1], [str(k) for k in node])
+    prefix, _, name = key.rpartition(".")
+    parent = OmegaConf.select(cfg, prefix, default=None) if prefix else cfg
+    if isinstance(parent, DictConfig):
+        near = close(name, [str(k) for k in parent])
         if near:
             return [f"{prefix}.{k}" if prefix else k for k in near]
     same_depth = [k for k in _dotted_keys(cfg) if k.count(".") == key.count(".")]
@@ -67,8 +59,6 @@ def suggestions(args: Sequence[str]) -> list[str]:
 
 
 def _suggestions(args: list[str]) -> list[str]:
-    from hydra.core.global_hydra import GlobalHydra
-
     from .compose import compose_config
 
     overrides = [a for a in args if "=" in a and not a.startswith("-")]
@@ -86,7 +76,6 @@ def _suggestions(args: list[str]) -> list[str]:
                 lines.append(_did_you_mean(f"{key}={v}", [f"{key}={f}" for f in found]))
         if not unknown and "," not in value:
             kept.append(override)
-    GlobalHydra.instance().clear()
     cfg = compose_config(*flags, *kept)
     for override in overrides:
         key = override.partition("=")[0]
@@ -104,18 +93,10 @@ _MISSING = object()
 
 def _group_options(flags: list[str]) -> dict[str, list[str]]:
     """The options of each of :data:`GROUPS` in the config sources ``flags`` name."""
-    import warnings
-
-    from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from .sources import resolve_sources, split_config_flags, user_sources_first
+    from .compose import initialized_sources
 
-    given, rest = split_config_flags(flags)
-    sources = resolve_sources(given, rest)
-    GlobalHydra.instance().clear()
-    with warnings.catch_warnings(), user_sources_first(sources):
-        warnings.filterwarnings("ignore", message="(?s).*version_base")
-        with initialize_config_dir(config_dir=sources.main, version_base="1.1"):
-            loader = GlobalHydra.instance().config_loader()
-            return {g: loader.get_group_options(g) for g in GROUPS}
+    with initialized_sources(*flags):
+        loader = GlobalHydra.instance().config_loader()
+        return {g: loader.get_group_options(g) for g in GROUPS}
