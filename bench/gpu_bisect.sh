@@ -29,6 +29,7 @@ bare="gmi.debug.handoffs=bare"  # torch/JAX buffers crossing unheld, as before s
 variants=(  # name|environment|overrides, most telling first
     "three_traced||$three gmi.debug.trace_nonfinite=true"
     "three_as_configured||$three"
+    "three_no_lt|DISABLE_ADDMM_CUDA_LT=1|$three"
     "three_bare_handoffs||$three $bare"
     "one_process_1366||gmi.per_gpu=1 num_envs=1366 train.params.config.minibatch_size=10928"
     "three_bare_launch_blocking|CUDA_LAUNCH_BLOCKING=1|$three $bare"

@@ -2,13 +2,15 @@
 # The most telling GPU checks in one call of under 10 minutes, most telling first:
 #
 # 1. facts: the card, driver and versions;
-# 2. nan_test: 3 MPS GMIs x 1366 envs train Ant finite with a rising reward (the case that went
-#    NaN on an H200), its train.py output kept;
-# 3. if it passes: the bisection's controls that say why (the unheld hand-offs of before, and one
-#    process at the same size), then the headline (one process vs 3 MPS GMIs capped and uncapped,
-#    same total envs, the compile cache the test filled);
-#    if it fails: the bisection instead, the first non-finite minibatch replayed and explained
-#    (gmi.debug.trace_nonfinite), then uncapped MPS clients and the sizes in between.
+# 2. gemm: rl-games' Ant network alone under bf16 autocast in capped MPS clients
+#    (gpu_gemm_repro.py): does the mu head's product go non-finite without MJX, hand-offs or
+#    collectives, and does cuBLAS instead of cuBLASLt (DISABLE_ADDMM_CUDA_LT=1) or no cap clear it;
+# 3. the failing case (3 MPS GMIs x 1366 Ant envs, the task's settings) with its first non-finite
+#    minibatch replayed and explained (gmi.debug.trace_nonfinite), then the same with
+#    DISABLE_ADDMM_CUDA_LT=1;
+# 4. if that is finite: the headline with it (one process vs 3 MPS GMIs, same total envs, both
+#    with the setting, then one process without it); if not: the host-staged reduction and
+#    uncapped MPS clients.
 #
 #   bash bench/gpu_quick.sh OUTDIR [BUDGET_S]      (BUDGET_S: whole-call limit, default 560)
 #
@@ -31,25 +33,29 @@ export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$out/xdg-cache}  # one compile cache for
 cache="$XDG_CACHE_HOME/isaacgymenvs_gmi/xla"
 left() { echo $((budget - SECONDS)); }
 
-TESTS_LIMIT=220 bash "$here/gpu_suite.sh" "$out" facts nan_test
-if grep -q " 1 passed" "$out/nan_test.log"; then
-    echo "== nan_test passed: controls, then the headline ($(left) s left)"
-    BISECT_ONLY="three_bare_handoffs one_process_1366" BISECT_EPOCHS=3 \
-        BISECT_LIMIT=$(($(left) < 300 ? $(left) / 2 : 150)) bash "$here/gpu_suite.sh" "$out" bisect
+bash "$here/gpu_suite.sh" "$out" facts
+echo "== gemm ($(left) s left)"
+timeout -k 10 150 "$py" "$here/gpu_gemm_repro.py" --out "$out/gemm.json" --seconds 5 \
+    >"$out/gemm.log" 2>&1
+echo "== gemm: exit $?"
+cat "$out/gemm.log"
+BISECT_ONLY="three_traced three_no_lt" BISECT_EPOCHS=3 \
+    BISECT_LIMIT=$(($(left) - 20)) bash "$here/gpu_suite.sh" "$out" bisect
+if grep -q "^three_no_lt .*exit 0 .*learner finite" "$out/bisect.log"; then
     per_run=$((($(left) - 30) / 3))
     per_run=$((per_run > 90 ? 90 : per_run))
-    runs=(one:1 mps3:3)
-    if ((per_run >= 60)); then runs+=("mps3_uncapped:3:gmi.sm_percent=[100,100,100]"); fi
-    if ((per_run < 60)); then per_run=$((($(left) - 20) / 2)); fi
+    runs=(one_no_lt:1:DISABLE_ADDMM_CUDA_LT=1 mps3_no_lt:3:DISABLE_ADDMM_CUDA_LT=1)
+    if ((per_run >= 60)); then runs+=(one:1); else per_run=$((($(left) - 20) / 2)); fi
     echo "== headline: ${runs[*]}, ${per_run} s each"
     timeout -k 10 $(($(left) - 5)) "$py" "$here/gpu_headline.py" --out "$out/headline" \
         --limit-s "$per_run" --no-warm --cache "$cache" --runs "${runs[@]}" >"$out/headline.log" 2>&1
     echo "== headline: exit $?"
     tail -n 20 "$out/headline.log"
 else
-    echo "== nan_test did not pass: the bisection ($(left) s left)"
-    BISECT_ONLY="three_traced three_uncapped two_gmis_1366 three_gmis_1024 three_no_fp16" \
-        BISECT_EPOCHS=3 BISECT_LIMIT=$(($(left) - 10)) bash "$here/gpu_suite.sh" "$out" bisect
+    echo "== still non-finite without cuBLASLt: the reduction and the cap ($(left) s left)"
+    mv "$out/bisect.log" "$out/bisect_first.log"
+    BISECT_ONLY="three_host_staged three_uncapped" BISECT_EPOCHS=3 \
+        BISECT_LIMIT=$(($(left) - 10)) bash "$here/gpu_suite.sh" "$out" bisect
 fi
 rm -f "$out/results.tgz"
 tar -czf "$out.tgz" --exclude='*.pth' --exclude='xdg-cache' --exclude='compile-cache' \

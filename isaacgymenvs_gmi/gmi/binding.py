@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from isaacgymenvs_gmi.gmi.mps import client_environment
 from isaacgymenvs_gmi.placement.cpu_sets import (
     choose_cores,
     oversubscribed,
@@ -85,7 +86,7 @@ def bind(plan: RunPlan, place: GmiPlace) -> GmiResources:
         os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(fraction)
         if plan.gmi_backend == "mps":
             share = sm_percent(plan.gmi, place.slot)
-            os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{share:g}"
+            os.environ.update(client_environment(share))
         sim_device = rl_device = "cuda:0"  # the only device this process sees
     return GmiResources(place, tuple(cores), n, sim_device, rl_device, share, fraction)
 

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.sources import active_source_args
+from isaacgymenvs_gmi.gmi.mps import client_environment
 from isaacgymenvs_gmi.gmi.stop import exit_code
 from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 
@@ -75,7 +76,7 @@ class PackedSweep:
                 jobs,
                 pool,
                 active_source_args(),
-                lambda lease: self._environment(lease, gpus),
+                lambda lease: self._environment(lease, gpus, mps=per_gpu > 1),
                 console.started,
                 console.ended,
                 console.tick,
@@ -115,14 +116,14 @@ class PackedSweep:
         check_fits(jobs, per_gpu)
         return gpus, devices, per_gpu
 
-    def _environment(self, lease: Lease, gpus: list[int]) -> dict[str, str]:
+    def _environment(self, lease: Lease, gpus: list[int], mps: bool) -> dict[str, str]:
         if not gpus:
             return {}
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = visible.split(",") if visible else [str(g) for g in gpus]
         env = {"CUDA_VISIBLE_DEVICES": ids[lease.device].strip()}
-        if self.settings.sm_percent is not None:
-            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{self.settings.sm_percent:g}"
+        if mps:
+            env.update(client_environment(self.settings.sm_percent))
         return env
 
     # --- Hydra --------------------------------------------------------------------------------

@@ -115,3 +115,16 @@ def test_an_owner_killed_without_cleanup_still_stops_its_daemon(stand_in_control
             owner.kill()
     assert _gone_within(10, lambda: _alive(pid), lambda: os.path.exists(pipe_dir))
     assert stand_in_control.read_text().split() == ["quit"]
+
+
+def test_mps_clients_keep_addmm_off_cublaslt_unless_the_user_says(monkeypatch):
+    from isaacgymenvs_gmi.gmi.mps import client_environment
+
+    monkeypatch.delenv("DISABLE_ADDMM_CUDA_LT", raising=False)
+    assert client_environment(33.33) == {
+        "DISABLE_ADDMM_CUDA_LT": "1",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "33.33",
+    }
+    assert client_environment(None) == {"DISABLE_ADDMM_CUDA_LT": "1"}  # uncapped
+    monkeypatch.setenv("DISABLE_ADDMM_CUDA_LT", "0")  # the user's own choice wins
+    assert client_environment(50.0)["DISABLE_ADDMM_CUDA_LT"] == "0"

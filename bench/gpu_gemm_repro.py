@@ -1,0 +1,229 @@
+"""Does rl-games' Ant network go non-finite under bf16 autocast in MPS clients, without the rest?
+
+The multi-GMI NaN (bench/results/gpu_h100/bisect/) needs mixed precision and several MPS GMIs and
+shows in the mu head's output. This strips training down to that: K processes, each an MPS client
+capped at P % of the SMs, each training rl-games' own Ant network (the task's network settings,
+built by rl-games' model builder) on random normalised observations with PPO-shaped losses under
+``torch.amp.autocast(bfloat16)`` and a gradient scaler, as rl-games' calc_gradients does. Every
+step checks the mu head: its output under autocast, and the same product recomputed in float32 from
+the same operands (a non-finite autocast output from finite operands whose float32 product is
+finite is the kernel's fault). Variants change one thing: the cap, the client count, the rows, and
+``DISABLE_ADDMM_CUDA_LT=1`` (torch's ``addmm`` with bias through cuBLAS instead of cuBLASLt).
+
+    python bench/gpu_gemm_repro.py --out OUT/gemm.json [--seconds 8] [--only NAME ...]
+    python bench/gpu_gemm_repro.py --device cpu --seconds 1   # a dry run of the code paths
+
+Prints one line per variant and writes every client's counts to the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OBS, ACTIONS = 60, 8  # Ant's observation and action widths
+# name, clients, SM percent (None: no MPS daemon), rows per minibatch, extra environment
+VARIANTS = [
+    ("mps3_cap33", 3, 33, 10928, {}),
+    ("mps3_cap33_no_lt", 3, 33, 10928, {"DISABLE_ADDMM_CUDA_LT": "1"}),
+    ("mps3_uncapped", 3, 100, 10928, {}),
+    ("mps1_cap33", 1, 33, 10928, {}),
+    ("mps3_cap33_rows8192", 3, 33, 8192, {}),
+    ("direct1", 1, None, 10928, {}),
+]
+
+
+def network_params() -> dict:
+    import yaml
+
+    with open(ROOT / "cfg/train/AntPPO.yaml") as f:
+        params = yaml.safe_load(f)["params"]
+    return {"model": params["model"], "network": params["network"]}
+
+
+def client(rows: int, seconds: float, device: str, seed: int) -> dict:
+    """Train the Ant network for ``seconds``; count non-finite steps and kernel faults."""
+    import torch
+    from rl_games.algos_torch.model_builder import ModelBuilder
+
+    torch.manual_seed(seed)
+    model = (
+        ModelBuilder()
+        .load(network_params())
+        .build(
+            {
+                "actions_num": ACTIONS,
+                "input_shape": (OBS,),
+                "num_seqs": rows,
+                "value_size": 1,
+                "normalize_value": True,
+                "normalize_input": True,
+            }
+        )
+        .to(device)
+    )
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    scaler = torch.amp.GradScaler(device, enabled=device == "cuda")
+    head = model.a2c_network.mu
+    seen: dict = {}
+    head.register_forward_hook(lambda m, i, o: seen.update(x=i[0].detach(), y=o.detach()))
+    counts = dict(
+        steps=0,
+        bad_mu=0,
+        bad_values=0,
+        bad_losses=0,
+        kernel_faults=0,
+        skipped=0,
+        bad_rows_max=0,
+        max_err=0.0,
+    )
+    first_fault = None
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        obs = torch.randn(rows, OBS, device=device).clamp_(-5, 5)
+        actions = torch.randn(rows, ACTIONS, device=device)
+        adv, returns = torch.randn(rows, device=device), torch.randn(rows, 1, device=device)
+        with torch.amp.autocast(device, dtype=torch.bfloat16):
+            out = model({"is_train": True, "prev_actions": actions, "obs": obs})
+            mu, values = out["mus"], out["values"]
+            a_loss = (out["prev_neglogp"] * adv).mean()
+            c_loss = (values.float() - returns).pow(2).mean()
+            b_loss = (mu.float().clamp(min=1.1) - 1.1).pow(2).sum(-1).mean()
+            loss = a_loss + 2.0 * c_loss + 1e-4 * b_loss - 0.0 * out["entropy"].mean()
+        counts["steps"] += 1
+        bad_rows = int((~torch.isfinite(seen["y"])).any(-1).sum())
+        counts["bad_mu"] += bad_rows > 0
+        counts["bad_rows_max"] = max(counts["bad_rows_max"], bad_rows)
+        counts["bad_values"] += not bool(torch.isfinite(values).all())
+        counts["bad_losses"] += not bool(torch.isfinite(loss))
+        ref = torch.nn.functional.linear(seen["x"].float(), head.weight.float(), head.bias.float())
+        if bad_rows and bool(torch.isfinite(seen["x"]).all()) and bool(torch.isfinite(ref).all()):
+            counts["kernel_faults"] += 1
+            if first_fault is None:
+                rows_bad = (~torch.isfinite(seen["y"])).any(-1).nonzero().flatten()
+                first_fault = {
+                    "step": counts["steps"],
+                    "bad_rows": rows_bad[:16].tolist(),
+                    "input_dtype": str(seen["x"].dtype),
+                    "out_dtype": str(seen["y"].dtype),
+                }
+        good = torch.isfinite(seen["y"]).all(-1)
+        if bool(good.any()):
+            err = (seen["y"].float()[good] - ref[good]).abs().max()
+            counts["max_err"] = max(counts["max_err"], float(err))
+        opt.zero_grad(set_to_none=True)
+        scale = scaler.get_scale() if scaler.is_enabled() else 1.0
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        if scaler.is_enabled() and scaler.get_scale() < scale:
+            counts["skipped"] += 1
+    if device == "cuda":
+        torch.cuda.synchronize()
+        counts["sm_count"] = torch.cuda.get_device_properties(0).multi_processor_count
+    counts["first_fault"] = first_fault
+    counts["finite_weights"] = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    return counts
+
+
+@contextlib.contextmanager
+def daemon(needed: bool):
+    if not needed:
+        yield
+        return
+    sys.path.insert(0, str(ROOT))
+    from isaacgymenvs_gmi.gmi.mps import mps_daemon
+
+    with mps_daemon():
+        yield
+
+
+def run_variant(name, clients, percent, rows, extra, args) -> dict:
+    env = {**os.environ, **extra}
+    if percent is not None:
+        env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(percent)
+    cmd = [
+        sys.executable,
+        __file__,
+        "--client",
+        "--rows",
+        str(rows),
+        "--seconds",
+        str(args.seconds),
+        "--device",
+        args.device,
+    ]
+    with daemon(percent is not None and args.device == "cuda"):
+        procs = [
+            subprocess.Popen(
+                [*cmd, "--seed", str(i)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(clients)
+        ]
+        results = []
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=args.seconds + 120)
+            lines = stdout.strip().splitlines()
+            results.append(
+                json.loads(lines[-1]) if p.returncode == 0 and lines else {"error": stderr[-2000:]}
+            )
+    total = {
+        k: sum(r.get(k, 0) for r in results)
+        for k in ("steps", "bad_mu", "bad_values", "bad_losses", "kernel_faults", "skipped")
+    }
+    print(
+        f"{name} [{clients} clients, SM {percent}%, rows {rows}, {extra or 'default'}]: {total};"
+        f" max |bf16 - fp32| {max(r.get('max_err', 0) for r in results):.3g}"
+        f"{'; ERROR ' + results[0]['error'][-300:] if 'error' in results[0] else ''}",
+        flush=True,
+    )
+    return {
+        "name": name,
+        "clients": clients,
+        "sm_percent": percent,
+        "rows": rows,
+        "env": extra,
+        "total": total,
+        "per_client": results,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rows", type=int, default=10928, help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.client:
+        print(json.dumps(client(args.rows, args.seconds, args.device, args.seed)))
+        return
+    report = {"variants": []}
+    for v in VARIANTS:
+        if args.only and v[0] not in args.only:
+            continue
+        if args.device == "cpu":  # the dry run: one small client per variant
+            v = (v[0], 1, v[2], 256, v[4])
+        report["variants"].append(run_variant(*v, args))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
