@@ -17,7 +17,8 @@
 #
 # Results: bench/results/gpu_h200/bisect/ (first window), bench/results/gpu_h100/bisect/ (the
 # controls: not a race, not the hand-offs, not torch.compile; clean without mixed precision and
-# in one process at the same size).
+# in one process at the same size), bench/results/gpu_h100/cublaslt/ (the cause: cuBLASLt's
+# fused-bias GEMM in MPS clients; three_cublaslt brings it back).
 set -uo pipefail
 out=${1:?usage: bench/gpu_bisect.sh OUTDIR [BUDGET_S]}
 budget=${2:-540}
@@ -29,7 +30,7 @@ bare="gmi.debug.handoffs=bare"  # torch/JAX buffers crossing unheld, as before s
 variants=(  # name|environment|overrides, most telling first
     "three_traced||$three gmi.debug.trace_nonfinite=true"
     "three_as_configured||$three"
-    "three_no_lt|DISABLE_ADDMM_CUDA_LT=1|$three"
+    "three_cublaslt|DISABLE_ADDMM_CUDA_LT=0|$three"  # as before MPS clients kept addmm off it
     "three_bare_handoffs||$three $bare"
     "one_process_1366||gmi.per_gpu=1 num_envs=1366 train.params.config.minibatch_size=10928"
     "three_bare_launch_blocking|CUDA_LAUNCH_BLOCKING=1|$three $bare"

@@ -14,7 +14,9 @@ run, all from the run's own output and NVML:
   and the last epoch line (steady state; start-up excluded);
 - mean episode reward against wall time (rl-games' ``rewards/iter`` from TensorBoard, placed at
   the wall time its epoch line was printed) and the time to ``--target-reward``;
-- GPU utilisation (mean of 0.5 s NVML samples while training) and peak device memory.
+- GPU utilisation (mean of 0.5 s NVML samples while training) and peak device memory;
+- where an epoch's time goes (GMI 0's rl-games timings, medians): env steps, the rollout's
+  inference, the update.
 
 The ratio printed is each run's env steps/s over the first run's, measured in the same call.
 Runs are ``--gmis K ...`` (MPS GMIs where K > 1) or named variants, ``--runs NAME:K[:WORDS]``,
@@ -34,6 +36,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 import sys
 import threading
 import time
@@ -133,6 +136,27 @@ def reward_history(train_dir: Path) -> list[tuple[int, float]]:
     return found
 
 
+SPLIT_TAGS = {  # rl-games' per-epoch times (GMI 0's): env steps, rollout with inference, update
+    "env_s": "performance/step_time",
+    "rollout_s": "performance/step_inference_time",
+    "update_s": "performance/rl_update_time",
+}
+
+
+def epoch_split(train_dir: Path, skip: int = 2) -> dict[str, float]:
+    """Where an epoch's time goes: the median over epochs after the first ``skip`` of each of
+    rl-games' own timings (seconds), and the inference share of the rollout; {} if unwritten."""
+    split: dict[str, float] = {}
+    for summaries in sorted(train_dir.glob("*/summaries")):
+        for key, tag in SPLIT_TAGS.items():
+            values = [v for _, v in read_scalars(summaries, tag)][skip:]
+            if values:
+                split[key] = round(statistics.median(values), 4)
+    if {"env_s", "rollout_s"} <= split.keys():
+        split["inference_s"] = round(split["rollout_s"] - split["env_s"], 4)
+    return split
+
+
 def train_command(args, spec: RunSpec, iterations: int, train_dir: Path, *extra: str) -> list[str]:
     """``python train.py`` for ``spec.gmis`` GMIs sharing ``--total-envs`` (MPS on a GPU unless
     ``spec`` names a backend), with the run's compile cache and overrides."""
@@ -206,6 +230,7 @@ def measure(args, spec: RunSpec, out: Path, sampler: GpuSampler) -> dict:
     hit = [t for r, t in finite if r >= args.target_reward]
     result["time_to_target_s"] = round(hit[0], 2) if hit else None
     result["best_reward"] = round(max(r for r, _ in finite), 2) if finite else None
+    result["epoch_split_s"] = epoch_split(train_dir)
     print(
         f"   {json.dumps({k: v for k, v in result.items() if k != 'reward_history'})}", flush=True
     )

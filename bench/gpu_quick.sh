@@ -2,20 +2,19 @@
 # The most telling GPU checks in one call of under 10 minutes, most telling first:
 #
 # 1. facts: the card, driver and versions;
-# 2. gemm: rl-games' Ant network alone under bf16 autocast in capped MPS clients
-#    (gpu_gemm_repro.py): does the mu head's product go non-finite without MJX, hand-offs or
-#    collectives, and does cuBLAS instead of cuBLASLt (DISABLE_ADDMM_CUDA_LT=1) or no cap clear it;
-# 3. the failing case (3 MPS GMIs x 1366 Ant envs, the task's settings) with its first non-finite
-#    minibatch replayed and explained (gmi.debug.trace_nonfinite), then the same with
-#    DISABLE_ADDMM_CUDA_LT=1;
-# 4. if that is finite: the headline with it (one process vs 3 MPS GMIs, same total envs, both
-#    with the setting, then one process without it); if not: the host-staged reduction and
-#    uncapped MPS clients.
+# 2. nan_test: 3 MPS GMIs x 1366 envs train Ant finite with a rising reward (the case that went
+#    non-finite until MPS clients kept torch's addmm off cuBLASLt), its train.py output kept;
+# 3. if it passes: the headline, where GMIs lose time against one process (same total envs, each
+#    run's epoch split into env steps, inference and update): one process, 3 and 2 MPS GMIs,
+#    3 uncapped;
+#    if it fails: the bisection, its first non-finite minibatch replayed and explained
+#    (gmi.debug.trace_nonfinite), then the network alone in MPS clients (gpu_gemm_repro.py).
 #
 #   bash bench/gpu_quick.sh OUTDIR [BUDGET_S]      (BUDGET_S: whole-call limit, default 560)
 #
 # Every step has its own limit inside the budget. Everything lands in OUTDIR, plus OUTDIR.tgz
 # (logs and JSON, no checkpoints or caches) for a caller that can fetch one file.
+# Results: bench/results/gpu_h100/cublaslt/ (the NaN's cause), bench/results/gpu_h100/headline/.
 set -uo pipefail
 out=${1:?usage: bench/gpu_quick.sh OUTDIR [BUDGET_S]}
 budget=${2:-560}
@@ -33,29 +32,23 @@ export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$out/xdg-cache}  # one compile cache for
 cache="$XDG_CACHE_HOME/isaacgymenvs_gmi/xla"
 left() { echo $((budget - SECONDS)); }
 
-bash "$here/gpu_suite.sh" "$out" facts
-echo "== gemm ($(left) s left)"
-timeout -k 10 150 "$py" "$here/gpu_gemm_repro.py" --out "$out/gemm.json" --seconds 5 \
-    >"$out/gemm.log" 2>&1
-echo "== gemm: exit $?"
-cat "$out/gemm.log"
-BISECT_ONLY="three_traced three_no_lt" BISECT_EPOCHS=3 \
-    BISECT_LIMIT=$(($(left) - 20)) bash "$here/gpu_suite.sh" "$out" bisect
-if grep -q "^three_no_lt .*exit 0 .*learner finite" "$out/bisect.log"; then
-    per_run=$((($(left) - 30) / 3))
-    per_run=$((per_run > 90 ? 90 : per_run))
-    runs=(one_no_lt:1:DISABLE_ADDMM_CUDA_LT=1 mps3_no_lt:3:DISABLE_ADDMM_CUDA_LT=1)
-    if ((per_run >= 60)); then runs+=(one:1); else per_run=$((($(left) - 20) / 2)); fi
+TESTS_LIMIT=220 bash "$here/gpu_suite.sh" "$out" facts nan_test
+if grep -q " 1 passed" "$out/nan_test.log"; then
+    per_run=$((($(left) - 30) / 4))
+    per_run=$((per_run > 100 ? 100 : per_run))
+    runs=(one:1 mps3:3 mps2:2 "mps3_uncapped:3:gmi.sm_percent=[100,100,100]")
     echo "== headline: ${runs[*]}, ${per_run} s each"
     timeout -k 10 $(($(left) - 5)) "$py" "$here/gpu_headline.py" --out "$out/headline" \
         --limit-s "$per_run" --no-warm --cache "$cache" --runs "${runs[@]}" >"$out/headline.log" 2>&1
     echo "== headline: exit $?"
     tail -n 20 "$out/headline.log"
 else
-    echo "== still non-finite without cuBLASLt: the reduction and the cap ($(left) s left)"
-    mv "$out/bisect.log" "$out/bisect_first.log"
-    BISECT_ONLY="three_host_staged three_uncapped" BISECT_EPOCHS=3 \
-        BISECT_LIMIT=$(($(left) - 10)) bash "$here/gpu_suite.sh" "$out" bisect
+    echo "== nan_test did not pass: the bisection ($(left) s left)"
+    BISECT_ONLY="three_traced three_uncapped three_no_fp16" BISECT_EPOCHS=3 \
+        BISECT_LIMIT=$(($(left) - 110)) bash "$here/gpu_suite.sh" "$out" bisect
+    timeout -k 10 $(($(left) - 10)) "$py" "$here/gpu_gemm_repro.py" --out "$out/gemm.json" \
+        --seconds 5 >"$out/gemm.log" 2>&1
+    cat "$out/gemm.log"
 fi
 rm -f "$out/results.tgz"
 tar -czf "$out.tgz" --exclude='*.pth' --exclude='xdg-cache' --exclude='compile-cache' \
