@@ -5,8 +5,10 @@
 # 2. nan_test: 3 MPS GMIs x 1366 envs train Ant finite with a rising reward (the case that went
 #    non-finite until MPS clients kept torch's addmm off cuBLASLt), its train.py output kept;
 # 3. if it passes: the headline, where GMIs lose time against one process (same total envs, each
-#    run's epoch split into env steps, inference and update): one process, 3 and 2 MPS GMIs,
-#    3 uncapped;
+#    run's epoch split into env steps, inference and update), and why 3 MPS GMIs learned less
+#    per epoch than one process on an H100 (not so on the CPU): one process, 3 MPS GMIs as
+#    configured, with host-staged gradients instead of CUDA IPC, in float32, without
+#    torch.compile;
 #    if it fails: the bisection, its first non-finite minibatch replayed and explained
 #    (gmi.debug.trace_nonfinite), then the network alone in MPS clients (gpu_gemm_repro.py).
 #
@@ -34,9 +36,11 @@ left() { echo $((budget - SECONDS)); }
 
 TESTS_LIMIT=220 bash "$here/gpu_suite.sh" "$out" facts nan_test
 if grep -q " 1 passed" "$out/nan_test.log"; then
-    per_run=$((($(left) - 30) / 4))
+    per_run=$((($(left) - 30) / 5))
     per_run=$((per_run > 100 ? 100 : per_run))
-    runs=(one:1 mps3:3 mps2:2 "mps3_uncapped:3:gmi.sm_percent=[100,100,100]")
+    runs=(one:1 mps3:3 mps3_host_staged:3:gmi.intra_device=shm
+        mps3_fp32:3:train.params.config.mixed_precision=False
+        mps3_eager:3:+train.params.config.torch_compile=False)
     echo "== headline: ${runs[*]}, ${per_run} s each"
     timeout -k 10 $(($(left) - 5)) "$py" "$here/gpu_headline.py" --out "$out/headline" \
         --limit-s "$per_run" --no-warm --cache "$cache" --runs "${runs[@]}" >"$out/headline.log" 2>&1
