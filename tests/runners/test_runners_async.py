@@ -165,15 +165,17 @@ def test_too_few_actors_stop_the_run_cleanly_with_a_final_checkpoint(tmp_path):
     assert run.checkpoints() and run.leftovers() == []
 
 
-@pytest.mark.parametrize("how", ["stopped", "hung"])
-def test_a_stopped_or_hung_actor_is_dropped_like_a_dead_one_within_the_timeout(tmp_path, how):
+@pytest.mark.parametrize(("how", "seed"), [("stopped", 42), ("hung", 42), ("hung", 9)])
+def test_a_stopped_or_hung_actor_is_dropped_like_a_dead_one_within_the_timeout(tmp_path, how, seed):
     """SIGSTOP (never continued) or a hang in the actor's own code: within gmi.timeout_s it is
-    killed and named, the run goes on with the other actor and ends cleanly, bounded."""
+    killed and named, the run goes on with the other actor and ends cleanly, bounded. The hang
+    runs with two seeds: losing an actor once left the learner non-finite in 2 of 13 runs; not
+    seen since in 16 seeded runs, and the learner check would stop such a run (exit != 0)."""
     timeout_s = 4
     hang = {"ISAACGYMENVS_GMI_FAULT": "2:hang:8"} if how == "hung" else {}
     run = LaunchedRun(
         tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=150",
-        f"gmi.timeout_s={timeout_s}", env=hang,
+        f"gmi.timeout_s={timeout_s}", f"seed={seed}", env=hang,
     )  # fmt: skip
     run.wait_for("epoch 5/150", 120)
     if how == "stopped":
@@ -190,6 +192,7 @@ def test_a_stopped_or_hung_actor_is_dropped_like_a_dead_one_within_the_timeout(t
     assert "GMI 2" in err and "the run goes on with 1 of 2 actor GMIs" in err
     produced, consumed, dropped_lag, in_flight = balance(run)
     assert produced == consumed + dropped_lag + in_flight
+    assert "non-finite" not in err and "training done: max_epochs reached" in run.text("out") + err
     assert run.leftovers() == []
 
 
