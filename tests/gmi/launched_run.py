@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -18,9 +19,15 @@ from tests.speed import budget
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _hangup_at_default() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class LaunchedRun:
     """``python train.py *args train_dir=<tmp>/runs`` with ``TMPDIR=<tmp>/temp`` or ``temp``
-    (empty at start, so a test can check that the run leaves nothing in it)."""
+    (empty at start, so a test can check that the run leaves nothing in it), started as from a
+    terminal: SIGHUP at its default even where the suite itself runs under ``nohup`` (which
+    the run would inherit and, by design, respect)."""
 
     def __init__(
         self,
@@ -41,6 +48,7 @@ class LaunchedRun:
             text=True,
             env={**os.environ, "TMPDIR": str(self.temp), **(env or {})},
             start_new_session=own_group,  # a process group of its own, as in a terminal
+            preexec_fn=_hangup_at_default,
         )
         self.seen_gmis: set[int] = set()
         self._readers = [
