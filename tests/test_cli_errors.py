@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from isaacgymenvs_gmi.config.suggest import suggestions
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.tasks import Cartpole
 from isaacgymenvs_gmi.tasks.base import TaskConfigError
-from tests.speed import budget
+from tests.helpers import run_train
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GPU = (False, ("cpu",), False)  # (cuda available, JAX platforms, warp installed)
@@ -71,13 +70,7 @@ def test_unknown_gmi_key_is_refused(compose_cfg):
 
 
 def _train(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(120),
-    )
+    return run_train(*args, f"train_dir={tmp_path / 'runs'}", timeout_s=120)
 
 
 def test_cli_unknown_task_lists_available_tasks(tmp_path):

@@ -28,6 +28,7 @@ from isaacgymenvs_gmi.console import (
 from isaacgymenvs_gmi.gmi.group import GmiGroup, fingerprint
 from isaacgymenvs_gmi.runners.result import RunResult
 from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry, gather_one
+from tests.helpers import run_train
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,14 +279,11 @@ def test_under_torchrun_only_rank_0_logs_below_warning(root_records, monkeypatch
 
 # --- real runs ----------------------------------------------------------------------------------
 def _train(runs: Path, *args: str, launcher: tuple[str, ...] = (sys.executable,), **env: str):
-    return subprocess.run(
-        [*launcher, "train.py", "task=Cartpole", *args, f"train_dir={runs}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(300),
-        env={**{k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}, **env},
-    )
+    # PYTHONWARNINGS emptied: the output must be clean without the suite's warning filters
+    return run_train(
+        "task=Cartpole", *args, f"train_dir={runs}", env={"PYTHONWARNINGS": "", **env},
+        launcher=launcher,
+    )  # fmt: skip
 
 
 TINY = ("num_envs=64", "train.params.config.minibatch_size=512", "max_iterations=3")

@@ -5,7 +5,6 @@ in-process twin (queues) and over real gloo send/recv between processes."""
 from __future__ import annotations
 
 import multiprocessing as mp
-import socket
 import threading
 import time
 from datetime import timedelta
@@ -25,6 +24,7 @@ from isaacgymenvs_gmi.channels.p2p import (
 from isaacgymenvs_gmi.channels.route import ACTOR_PID, ACTOR_STATE, PRODUCED_TRANSITIONS, STOPPED
 from tests.channels.test_channels_delivery import N, T, carried, check_chunks, drain, shape_for
 from tests.channels.traffic import produce, push_chunk
+from tests.helpers import free_port
 from tests.speed import budget
 
 TRAINER = 0
@@ -115,12 +115,6 @@ def test_weights_and_the_stop_request_reach_the_actor_and_a_fresh_copy_is_not_pu
     assert sender.error is None and receiver.error is None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _gmi(rank: int, world: int, port: int, counts: dict[int, int], out) -> None:
     store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timedelta(seconds=60))
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
@@ -145,7 +139,7 @@ def _gmi(rank: int, world: int, port: int, counts: dict[int, int], out) -> None:
 def test_real_processes_over_gloo_point_to_point():
     counts, world = {1: 5, 2: 7}, 3
     context = mp.get_context("spawn")
-    out, port = context.Queue(), _free_port()
+    out, port = context.Queue(), free_port()
     procs = [context.Process(target=_gmi, args=(r, world, port, counts, out)) for r in range(world)]
     for p in procs:
         p.start()

@@ -4,7 +4,6 @@ the GMIs of a device meeting over gloo or over shared memory."""
 
 from __future__ import annotations
 
-import socket
 import threading
 
 import pytest
@@ -16,6 +15,7 @@ from isaacgymenvs_gmi.comm.routing import RoutedCollectives, build_collectives
 from isaacgymenvs_gmi.comm.selector import mrr_valid
 from isaacgymenvs_gmi.comm.shared_memory import SharedMemoryCollectives
 from isaacgymenvs_gmi.placement.layout import GmiLayout
+from tests.helpers import free_port
 from tests.speed import budget
 
 LAYOUTS = [(1, 2), (1, 3), (2, 2), (2, 3), (3, 2)]
@@ -120,12 +120,6 @@ def _gmi_process(rank: int, g: int, t: int, port: int, intra: str, results) -> N
     dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_gmi_processes(target, g: int, t: int, *args, timeout: float = 120) -> list[tuple]:
     """Spawn the ``g x t`` GMIs of a layout as real processes, each running ``target(rank, g,
     t, port, *args, results)`` and putting one tuple per strategy; returns them all."""
@@ -135,7 +129,7 @@ def run_gmi_processes(target, g: int, t: int, *args, timeout: float = 120) -> li
     results = mp.get_context("spawn").Queue()
     procs = mp.start_processes(
         target,
-        args=(g, t, _free_port(), *args, results),
+        args=(g, t, free_port(), *args, results),
         nprocs=layout.world_size,
         join=False,
         start_method="spawn",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import run_train
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,19 +44,8 @@ def fork(tmp_path_factory) -> Path:
 
 def _train(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     runs = tmp_path / "runs"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "train.py"),
-            "task=Cartpole",
-            "max_iterations=1",
-            *args,
-            f"train_dir={runs}",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=budget(240),
+    proc = run_train(
+        "task=Cartpole", "max_iterations=1", *args, f"train_dir={runs}", cwd=tmp_path, timeout_s=240
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (checkpoint,) = runs.glob("*/nn/last_*.pth")

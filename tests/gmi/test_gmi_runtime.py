@@ -6,7 +6,6 @@ import glob
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,27 +17,20 @@ import torch
 
 from isaacgymenvs_gmi.comm.signed_store import SECRET_ENV
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
+from tests.helpers import PROGRESS, free_port, run_train
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = 400.0
-PROGRESS = re.compile(r"\[GMI x(\d+)\] epoch (\d+)/\d+ .*mean reward (-?[\d.]+)")
 
 
 def train(*args: str, tmp_path: Path, timeout: int = 400, env: dict | None = None):
-    return subprocess.run(
-        [sys.executable, "train.py", *args, f"train_dir={tmp_path / 'runs'}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(timeout),
-        env={**os.environ, **(env or {})},
-    )
+    return run_train(*args, f"train_dir={tmp_path / 'runs'}", env=env, timeout_s=timeout)
 
 
 def progress(stdout: str) -> list[tuple[int, int, float]]:
-    """(GMIs, epoch, mean reward) of every progress line GMI 0 printed."""
-    return [(int(g), int(e), float(r)) for g, e, r in PROGRESS.findall(stdout)]
+    """(GMIs, epoch, mean reward) of every progress line GMI 0 printed with a reward."""
+    return [(int(g), int(e), float(r)) for g, e, r in PROGRESS.findall(stdout) if r != "-"]
 
 
 def gmi_lines(stdout: str) -> dict[int, str]:
@@ -160,15 +152,9 @@ def test_resume_with_a_different_number_of_gmis(tmp_path):
     assert epochs and epochs[0] == 7 and epochs[-1] == 9  # continued from epoch 6
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_torchrun_two_nodes_of_two_gmis_train_cartpole(tmp_path):
-    port = _free_port()
+    port = free_port()
     common = [
         "--nnodes=2",
         "--nproc_per_node=2",

@@ -22,15 +22,12 @@ from isaacgymenvs_gmi.tasks import PhysicsFrame
 from isaacgymenvs_gmi.tasks.anymal import DOF_NAMES, Anymal, AnymalCarry
 from isaacgymenvs_gmi.tasks.base import ModelInfo, TaskConfigError
 from tests.env_fixtures import rollout
+from tests.helpers import f32
 
 # defaultJointAngles in dof order LF, LH, RF, RH x HAA, HFE, KFE
 DEFAULT = np.array([0.03, 0.4, -0.8, 0.03, -0.4, 0.8, -0.03, 0.4, -0.8, -0.03, -0.4, 0.8])
 DT = 0.02  # sim.dt * controlFrequencyInv
 N = 4
-
-
-def _f32(x) -> jnp.ndarray:
-    return jnp.asarray(np.asarray(x, dtype=np.float64), jnp.float32)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +41,7 @@ def _carry(commands, torque_sq=None, contact=None) -> AnymalCarry:
     n = len(commands)
     torque_sq = np.zeros(n) if torque_sq is None else torque_sq
     contact = np.zeros(n, bool) if contact is None else contact
-    return AnymalCarry(_f32(commands), _f32(torque_sq), jnp.asarray(contact))
+    return AnymalCarry(f32(commands), f32(torque_sq), jnp.asarray(contact))
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,11 +118,11 @@ def _frame(sensordata=None) -> PhysicsFrame:
     qpos = [[0.0, 0.0, 0.55, *QUATS[i], *(DEFAULT + DOF_OFFSET[i])] for i in range(2)]
     qvel = [[*LIN_VEL[i], *ANG_VEL[i], *DOF_VEL[i]] for i in range(2)]
     sensordata = np.zeros((2, 5)) if sensordata is None else sensordata
-    return PhysicsFrame(_f32(qpos), _f32(qvel), _f32(sensordata))
+    return PhysicsFrame(f32(qpos), f32(qvel), f32(sensordata))
 
 
 def test_observation_layout_by_hand(anymal):
-    obs, carry = anymal.observe(_frame(), _f32(ACTIONS), _carry(COMMANDS))
+    obs, carry = anymal.observe(_frame(), f32(ACTIONS), _carry(COMMANDS))
     assert obs.shape == (2, 48) and obs.dtype == jnp.float32
     c30, s30 = math.cos(math.pi / 6), 0.5
     expected = np.zeros((2, 48))
@@ -146,7 +143,7 @@ def test_observation_layout_by_hand(anymal):
 
 
 def test_torque_penalty_input_by_hand(anymal):
-    _, carry = anymal.observe(_frame(), _f32(ACTIONS), _carry(COMMANDS))
+    _, carry = anymal.observe(_frame(), f32(ACTIONS), _carry(COMMANDS))
     # PD drive: 85 (0.5 a + default - q) - 2 qdot = 85 (0.5 a - offset) - 2 qdot, clipped +-80
     torque = 85.0 * (0.5 * ACTIONS - DOF_OFFSET) - 2.0 * DOF_VEL
     assert torque[1, 0] == pytest.approx(85 * (0.25 - 0.2) - 0.0)  # 4.25 N m
@@ -168,9 +165,9 @@ def test_torque_penalty_input_by_hand(anymal):
 )
 def test_contact_from_touch_sensors(anymal, touch, contact):
     sensordata = np.array([touch, np.zeros(5)])
-    _, carry = anymal.observe(_frame(sensordata), _f32(ACTIONS), _carry(COMMANDS))
+    _, carry = anymal.observe(_frame(sensordata), f32(ACTIONS), _carry(COMMANDS))
     assert carry.contact.tolist() == [contact, False]
-    _, done = anymal.reward_and_termination(jnp.zeros((2, 48)), _f32(ACTIONS), carry)
+    _, done = anymal.reward_and_termination(jnp.zeros((2, 48)), f32(ACTIONS), carry)
     assert done.tolist() == [contact, False]
 
 
@@ -185,7 +182,7 @@ def test_reward_by_hand(anymal):
     torque_sq = [0.0, 1000.0, 1e5, 0.0]
     contact = [False, False, False, True]
     reward, done = anymal.reward_and_termination(
-        _f32(obs), jnp.zeros((4, 12)), _carry(commands, torque_sq, contact)
+        f32(obs), jnp.zeros((4, 12)), _carry(commands, torque_sq, contact)
     )
     lin, ang, tor = 1.0 * DT, 0.5 * DT, -0.000025 * DT  # scales times dt
     expected = [

@@ -22,6 +22,7 @@ from isaacgymenvs_gmi.tasks import PhysicsFrame
 from isaacgymenvs_gmi.tasks.ball_balance import BallBalance
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 from tests.env_fixtures import rollout
+from tests.helpers import f32
 
 DEG = math.pi / 180.0
 N = 4
@@ -43,10 +44,6 @@ def model(cfg):
 @pytest.fixture(scope="module")
 def task(cfg, model):
     return BallBalance(cfg["env"], cfg["sim"]["dt"], ModelInfo.from_model(model))
-
-
-def _f32(x) -> jnp.ndarray:
-    return jnp.asarray(np.asarray(x, dtype=np.float64), jnp.float32)
 
 
 def _name(model, kind, i) -> str:
@@ -158,7 +155,7 @@ def test_observation_layout_by_hand(task, model):
     # sensordata: force, torque of mount 0, of mount 1, of mount 2; every value differs, so a
     # transposed layout (sensor 0's vector instead of component 0 of every sensor) fails here
     sd = np.arange(36, dtype=np.float64).reshape(2, 18) - 10.0
-    obs, carry = task.observe(PhysicsFrame(_f32(qpos), _f32(qvel), _f32(sd)), jnp.zeros((2, 3)), ())
+    obs, carry = task.observe(PhysicsFrame(f32(qpos), f32(qvel), f32(sd)), jnp.zeros((2, 3)), ())
     assert obs.shape == (2, 24) and obs.dtype == jnp.float32 and carry == ()
     expected = [
         [0.21, 0.22, 0.23]  # knee angles
@@ -180,7 +177,7 @@ def _obs(ball_pos, ball_vel) -> jnp.ndarray:
     obs[:, 0:6] = 0.3  # robot slots do not enter the reward
     obs[:, 6:9], obs[:, 9:12] = ball_pos, ball_vel
     obs[:, 12:] = -0.7
-    return _f32(obs)
+    return f32(obs)
 
 
 def test_reward_by_hand(task):
@@ -237,7 +234,7 @@ def test_reset_distribution(task, model):
     speed = np.linalg.norm(v[:, :2], axis=1)
     assert (speed <= limit + 1e-5).all() and (speed / limit).max() > 0.99
     # an episode's first observation: ball state from the draw, mount sensors at zero
-    frame = PhysicsFrame(_f32(qpos[:2]), _f32(qvel[:2]), jnp.zeros((2, 18)))
+    frame = PhysicsFrame(f32(qpos[:2]), f32(qvel[:2]), jnp.zeros((2, 18)))
     obs, _ = task.observe(frame, jnp.zeros((2, 3)), ())
     np.testing.assert_allclose(np.asarray(obs[:, 6:9]), qpos[:2, BALL_Q : BALL_Q + 3], rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(obs[:, 12:]), 0.0)

@@ -21,6 +21,7 @@ from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, ModelInfo, PhysicsFrame, TaskConfigError
 from isaacgymenvs_gmi.tasks.franka_cabinet import FrankaCabinet, GraspCarry
 from tests.env_fixtures import rollout
+from tests.helpers import f32
 
 TASK = "FrankaCabinet"
 N = 4
@@ -69,10 +70,6 @@ def _drawer_grasp(opening):
     return np.array([0.0515 + opening + 0.3, 0.01, 0.4 + 0.3172])
 
 
-def _f32(x):
-    return jnp.asarray(np.asarray(x, np.float64), jnp.float32)
-
-
 @pytest.fixture(scope="module")
 def task(task_cfg) -> FrankaCabinet:
     cfg = task_cfg(TASK)
@@ -115,7 +112,7 @@ def test_observation_every_slot(task):
     openings = np.array([0.1, 0.0, 0.25, 0.38])
     qpos = np.concatenate([dofs, openings[:, None]], axis=1)
     qvel = np.arange(40, dtype=np.float64).reshape(4, 10) / 10.0 - 2.0
-    frame = PhysicsFrame(_f32(qpos), _f32(qvel), jnp.zeros((4, 0)))
+    frame = PhysicsFrame(f32(qpos), f32(qvel), jnp.zeros((4, 0)))
     obs, carry = task.observe(frame, jnp.zeros((4, 9)), task.initial_carry(4))
     assert obs.shape == (4, 23) and obs.dtype == jnp.float32
     o = np.asarray(obs, np.float64)
@@ -186,14 +183,14 @@ def test_reward_by_hand(task, case):
     obs[0, 18:21], obs[0, 21] = to_target, opening
     (lx, lz), (rx, rz) = fingers
     carry = GraspCarry(
-        tuple(_f32([x]) for x in dots),
-        (_f32([lx]), 0.0, _f32([lz])),
-        (_f32([rx]), 0.0, _f32([rz])),
-        tuple(_f32([x]) for x in HANDLE),
+        tuple(f32([x]) for x in dots),
+        (f32([lx]), 0.0, f32([lz])),
+        (f32([rx]), 0.0, f32([rz])),
+        tuple(f32([x]) for x in HANDLE),
     )
     actions = np.zeros((1, 9))
     actions[0, :2] = act, -act
-    reward, terminated = task.reward_and_termination(_f32(obs), _f32(actions), carry)
+    reward, terminated = task.reward_and_termination(f32(obs), f32(actions), carry)
     assert reward.dtype == jnp.float32
     assert float(reward[0]) == pytest.approx(expected, abs=2e-5)
     assert bool(terminated[0]) is done

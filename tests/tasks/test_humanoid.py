@@ -24,6 +24,7 @@ from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, ModelInfo
 from isaacgymenvs_gmi.tasks.humanoid import Humanoid
 from isaacgymenvs_gmi.tasks.locomotion import LocomotionCarry
 from tests.env_fixtures import rollout
+from tests.helpers import f32
 
 DT = 0.0166  # sim.dt
 DEG = math.pi / 180.0
@@ -57,10 +58,6 @@ LOWER = np.array([j[1] for j in JOINTS], np.float64)
 UPPER = np.array([j[2] for j in JOINTS], np.float64)
 GEAR = np.array([j[3] for j in JOINTS], np.float64)
 RATIO = GEAR / 135.0  # motor effort ratio: gear / max gear
-
-
-def _f32(x) -> jnp.ndarray:
-    return jnp.asarray(np.asarray(x, dtype=np.float64), jnp.float32)
 
 
 @pytest.fixture(scope="module")
@@ -153,13 +150,13 @@ ACTIONS = np.linspace(-1.0, 1.0, 21)
 def _frame(pos=POS, quat=QUAT) -> PhysicsFrame:
     qpos = [[*pos, *quat, *(d * DEG for d in DOF_DEG)]]
     qvel = [[*LIN_VEL, *ANG_VEL, *DOF_VEL]]
-    return PhysicsFrame(_f32(qpos), _f32(qvel), _f32([SENSORS]))
+    return PhysicsFrame(f32(qpos), f32(qvel), f32([SENSORS]))
 
 
 def test_observation_every_slot(humanoid):
     d_prev = math.hypot(1000.0 - 9.0, 2.0)  # the torso was 1 m further back last step
-    carry = LocomotionCarry(_f32([-d_prev / DT]), _f32([0.0]))
-    obs, new_carry = humanoid.observe(_frame(), _f32([ACTIONS]), carry)
+    carry = LocomotionCarry(f32([-d_prev / DT]), f32([0.0]))
+    obs, new_carry = humanoid.observe(_frame(), f32([ACTIONS]), carry)
     assert obs.shape == (1, 108) and obs.dtype == jnp.float32
     o = np.asarray(obs[0], np.float64)
     assert o[0] == pytest.approx(1.2, abs=1e-6)
@@ -194,7 +191,7 @@ def test_observation_every_slot(humanoid):
 def test_angles_of_a_torso_rolled_past_pi(humanoid):
     r = 200.0 * DEG  # roll 200 deg about x: reads as -160 deg
     quat = (math.cos(r / 2), math.sin(r / 2), 0.0, 0.0)
-    obs, _ = humanoid.observe(_frame(quat=quat), _f32([ACTIONS]), humanoid.initial_carry(1))
+    obs, _ = humanoid.observe(_frame(quat=quat), f32([ACTIONS]), humanoid.initial_carry(1))
     o = np.asarray(obs[0], np.float64)
     assert o[8] == pytest.approx(-160.0 * DEG, abs=1e-5)
     assert o[7] == pytest.approx(0.0, abs=1e-5)
@@ -217,8 +214,8 @@ def _obs(height=1.2, up=1.0, heading=1.0, dof_pos=(), dof_vel=()) -> np.ndarray:
 
 
 def _reward(humanoid, obs, actions, progress=0.0):
-    carry = LocomotionCarry(_f32([progress]), _f32([0.0]))
-    reward, done = humanoid.reward_and_termination(_f32(obs), _f32(actions), carry)
+    carry = LocomotionCarry(f32([progress]), f32([0.0]))
+    reward, done = humanoid.reward_and_termination(f32(obs), f32(actions), carry)
     return float(reward[0]), bool(done[0])
 
 
@@ -282,8 +279,8 @@ def test_death_below_termination_height(humanoid, height, fallen):
 
 def test_progress_from_observe_to_reward(humanoid):
     d_prev, d = math.hypot(991.0, 2.0), math.hypot(990.0, 2.0)
-    carry = LocomotionCarry(_f32([-d_prev / DT]), _f32([0.0]))
-    actions = _f32([np.zeros(21)])
+    carry = LocomotionCarry(f32([-d_prev / DT]), f32([0.0]))
+    actions = f32([np.zeros(21)])
     obs, carry = humanoid.observe(_frame(), actions, carry)
     reward, _ = humanoid.reward_and_termination(obs, actions, carry)
     o = np.asarray(obs[0], np.float64)

@@ -5,10 +5,8 @@ physics backends."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from isaacgymenvs_gmi.tasks import (
     register_task,
     unregister_task,
 )
-from tests.speed import budget
+from tests.helpers import mean_rewards, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pendulum"
@@ -88,20 +86,10 @@ def test_an_unknown_task_names_the_registered_ones(compose_cfg, monkeypatch):
 
 
 def _train(tmp_path: Path, *args: str, pythonpath: list[Path]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath))}
-    return subprocess.run(
-        [sys.executable, "train.py", "task=Pendulum", SEARCHPATH, "gmi.per_gpu=2", *SHORT]
-        + [*args, f"train_dir={tmp_path}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(600),
-        env=env,
-    )
-
-
-def _mean_rewards(stdout: str) -> list[float]:
-    return [float(x) for x in re.findall(r"\| mean reward (-?[\d.]+) \|", stdout)]
+    return run_train(
+        "task=Pendulum", SEARCHPATH, "gmi.per_gpu=2", *SHORT, *args, f"train_dir={tmp_path}",
+        pythonpath=pythonpath, timeout_s=600,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", ["mujoco", "mjx"])
@@ -112,7 +100,7 @@ def test_the_example_task_trains_under_two_gmis(tmp_path, backend):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(re.findall(r"^GMI (\d): node ", proc.stdout, re.M)) == ["0", "1"]
     assert f"Pendulum: 256 envs, {backend} backend, 3 obs / 1 actions" in proc.stderr
-    rewards = _mean_rewards(proc.stdout)
+    rewards = mean_rewards(proc.stdout)
     assert rewards and all(r < 0 for r in rewards), proc.stdout  # -(angle^2 + ...) per step
     assert list(tmp_path.glob("own*/nn/last_own_ep_6_*.pth"))
 

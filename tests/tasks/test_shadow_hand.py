@@ -20,14 +20,11 @@ from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.tasks.base import ASSETS_DIR, ModelInfo, PhysicsFrame, TaskConfigError
 from isaacgymenvs_gmi.tasks.shadow_hand import FINGERTIPS, HandCarry, ShadowHand
 from tests.env_fixtures import rollout
+from tests.helpers import f32
 
 DT = 0.01667
 GOAL = np.array([0.0, -0.39, 0.56])
 S2 = math.sqrt(0.5)
-
-
-def _f32(x) -> jnp.ndarray:
-    return jnp.asarray(np.asarray(x, dtype=np.float64), jnp.float32)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +42,7 @@ def make_task(model, task_cfg):
 def _carry(goal_wxyz, reached=False, successes=0.0, steps=0) -> HandCarry:
     n = len(goal_wxyz)
     return HandCarry(
-        _f32(goal_wxyz),
+        f32(goal_wxyz),
         jnp.tile(jax.random.PRNGKey(7), (n, 1)),
         jnp.full((n,), reached),
         jnp.full((n,), successes, jnp.float32),
@@ -71,12 +68,12 @@ def _frame(model, dof_fraction=None, dof_vel=None) -> PhysicsFrame:
     qpos = np.concatenate([lo + frac * (hi - lo), P, _zquat(90)])
     dv = 0.1 * (np.arange(24) - 12.0) if dof_vel is None else dof_vel
     qvel = np.concatenate([dv, V, [1.0, 0.0, 0.0]])
-    return PhysicsFrame(_f32([qpos]), _f32([qvel]), _f32([SENSORS]))
+    return PhysicsFrame(f32([qpos]), f32([qvel]), f32([SENSORS]))
 
 
 def test_full_state_observation_by_hand(model, make_task):
     task = make_task()
-    obs, carry = task.observe(_frame(model), _f32([ACTIONS]), _carry([_zquat(60)], steps=3))
+    obs, carry = task.observe(_frame(model), f32([ACTIONS]), _carry([_zquat(60)], steps=3))
     assert obs.shape == (1, 211) and obs.dtype == jnp.float32
     o = np.asarray(obs[0], np.float64)
     k = np.arange(24)
@@ -109,7 +106,7 @@ def test_fingertip_states_by_hand_and_against_mujoco(model, make_task):
     dof_vel[4] = 2.0
     frame = _frame(model, dof_fraction=0.0, dof_vel=dof_vel)
     frame = frame._replace(qpos=frame.qpos.at[0, :24].set(0.0))
-    o = np.asarray(task.observe(frame, _f32([ACTIONS]), _carry([_zquat(0)]))[0][0], np.float64)
+    o = np.asarray(task.observe(frame, f32([ACTIONS]), _carry([_zquat(0)]))[0][0], np.float64)
     # (upstream's mount angles 1.5708 and 3.14159 are pi/2 and pi to 4e-6)
     np.testing.assert_allclose(o[96:99], [-0.033, -0.455, 0.49], atol=5e-6)
     # v = w x r = (-2, 0, 0) x (0, -0.025, 0) = (0, 0, 0.05)
@@ -117,7 +114,7 @@ def test_fingertip_states_by_hand_and_against_mujoco(model, make_task):
     # any pose and velocity: every tip's frame as MuJoCo computes it (float64)
     rng = np.random.default_rng(1)
     frame = _frame(model, rng.uniform(0, 1, 24), rng.normal(0, 2, 24))
-    o = np.asarray(task.observe(frame, _f32([ACTIONS]), _carry([_zquat(0)]))[0][0], np.float64)
+    o = np.asarray(task.observe(frame, f32([ACTIONS]), _carry([_zquat(0)]))[0][0], np.float64)
     data = mujoco.MjData(model)
     data.qpos[:], data.qvel[:] = np.asarray(frame.qpos[0]), np.asarray(frame.qvel[0])
     mujoco.mj_forward(model, data)
@@ -135,9 +132,9 @@ def test_fingertip_states_by_hand_and_against_mujoco(model, make_task):
 
 @pytest.mark.parametrize("obs_type, size", [("openai", 42), ("full_no_vel", 77), ("full", 157)])
 def test_other_observation_types_are_slices_of_full_state(model, make_task, obs_type, size):
-    full, _ = make_task().observe(_frame(model), _f32([ACTIONS]), _carry([_zquat(60)]))
+    full, _ = make_task().observe(_frame(model), f32([ACTIONS]), _carry([_zquat(60)]))
     task = make_task(observationType=obs_type)
-    obs, _ = task.observe(_frame(model), _f32([ACTIONS]), _carry([_zquat(60)]))
+    obs, _ = task.observe(_frame(model), f32([ACTIONS]), _carry([_zquat(60)]))
     assert task.num_obs == size and obs.shape == (1, size)
     tip_pos = np.r_[[np.arange(96 + 13 * i, 99 + 13 * i) for i in range(5)]].ravel()
     cols = {
@@ -156,7 +153,7 @@ def _obs(pos, quat_diff_xyzw) -> np.ndarray:
 
 def _reward(task, rows, reached=False, successes=0.0, steps=1):
     carry = _carry([_zquat(0)] * len(rows), reached, successes, steps)
-    reward, done = task.reward_and_termination(_f32(rows), _f32([ACTIONS] * len(rows)), carry)
+    reward, done = task.reward_and_termination(f32(rows), f32([ACTIONS] * len(rows)), carry)
     return np.asarray(reward, np.float64), np.asarray(done)
 
 
@@ -206,7 +203,7 @@ def test_max_consecutive_successes_and_run_out_penalty(make_task):
 def test_goal_bookkeeping_in_observe(model, make_task):
     task = make_task()
     frame = _frame(model)  # the cube turned 90 deg about z
-    actions = _f32([ACTIONS])
+    actions = f32([ACTIONS])
     # the first frame of an episode never counts, even on the goal
     _, carry = task.observe(frame, actions, _carry([_zquat(90)], steps=-1))
     assert not carry.reached[0] and int(carry.steps[0]) == 0

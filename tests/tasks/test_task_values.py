@@ -20,6 +20,7 @@ from isaacgymenvs_gmi.sim.model import compile_task_model
 from isaacgymenvs_gmi.tasks import Ant, Cartpole, PhysicsFrame, rotations
 from isaacgymenvs_gmi.tasks.ant import AntCarry
 from isaacgymenvs_gmi.tasks.base import ModelInfo
+from tests.helpers import f32
 
 CFG_DIR = Path(__file__).resolve().parents[2] / "cfg" / "task"
 DT = 0.0166  # sim.dt of both task configs
@@ -32,12 +33,8 @@ def _task_cfg(name: str) -> dict:
     return cfg
 
 
-def _f32(x) -> jnp.ndarray:
-    return jnp.asarray(np.asarray(x, dtype=np.float64), jnp.float32)
-
-
 def _frame(qpos, qvel, sensordata) -> PhysicsFrame:
-    return PhysicsFrame(_f32(qpos), _f32(qvel), _f32(sensordata))
+    return PhysicsFrame(f32(qpos), f32(qvel), f32(sensordata))
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +70,7 @@ def test_cartpole_observation_layout(cartpole):
 
 
 def test_cartpole_reward_by_hand(cartpole):
-    obs = _f32(
+    obs = f32(
         [
             [0.5, -2.0, 0.3, 1.5],
             [-1.25, 0.75, -0.1, 4.0],
@@ -106,7 +103,7 @@ def test_cartpole_reward_by_hand(cartpole):
     ],
 )
 def test_cartpole_termination(cartpole, cart_pos, pole_angle, failed):
-    obs = _f32([[cart_pos, 0.5, pole_angle, -1.0]])
+    obs = f32([[cart_pos, 0.5, pole_angle, -1.0]])
     reward, done = cartpole.reward_and_termination(obs, jnp.zeros((1, 1)), ())
     assert bool(done[0]) is failed
     if failed:
@@ -180,8 +177,8 @@ def test_ant_dof_limits_come_from_the_model(ant):
 
 def test_ant_observation_every_slot(ant):
     d_prev = _planar_distance(9.0, -2.0)  # the torso was 1 m further back last step
-    carry = AntCarry(_f32([-d_prev / DT]), _f32([0.0]))
-    obs, new_carry = ant.observe(_ant_frame(), _f32([ACTIONS]), carry)
+    carry = AntCarry(f32([-d_prev / DT]), f32([0.0]))
+    obs, new_carry = ant.observe(_ant_frame(), f32([ACTIONS]), carry)
     assert obs.shape == (1, 60) and obs.dtype == jnp.float32
     o = np.asarray(obs[0], np.float64)
 
@@ -224,7 +221,7 @@ def test_ant_yaw_and_roll_of_a_tilted_torso(ant):
     # roll 30 deg about x: up vector (0, -sin30, cos30) -> up projection cos30; heading (1, 0, 0)
     r = math.pi / 6
     quat = (math.cos(r / 2), math.sin(r / 2), 0.0, 0.0)
-    obs, _ = ant.observe(_ant_frame(quat=quat), _f32([ACTIONS]), ant.initial_carry(1))
+    obs, _ = ant.observe(_ant_frame(quat=quat), f32([ACTIONS]), ant.initial_carry(1))
     o = np.asarray(obs[0], np.float64)
     assert o[8] == pytest.approx(r, abs=1e-6)  # roll
     assert o[7] == pytest.approx(0.0, abs=1e-6)  # yaw
@@ -259,8 +256,8 @@ def test_ant_reward_by_hand(ant):
     obs[11] = 0.4  # heading projection < 0.8 -> 0.5 * 0.4 / 0.8 = 0.25
     obs[12:20] = DOF_SCALED  # two slots above 0.99 (0.995 and 1.0)
     obs[20:28] = [0.2, -0.4, 0.6, -0.8, 1.0, -1.2, 1.4, -1.6]
-    carry = AntCarry(_f32([1.0]), _f32([0.25]))  # progress = 1.0 - 0.25 = 0.75
-    reward, done = ant.reward_and_termination(_f32([obs]), _f32([ACTIONS]), carry)
+    carry = AntCarry(f32([1.0]), f32([0.25]))  # progress = 1.0 - 0.25 = 0.75
+    reward, done = ant.reward_and_termination(f32([obs]), f32([ACTIONS]), carry)
     # sum a^2 = 0.25 + 0.25 + 1 + 1 + 0.0625 + 0 + 0.01 + 0.04 = 2.6125
     # sum |a * v| = 0.1 + 0.2 + 0.6 + 0.8 + 0.25 + 0 + 0.14 + 0.32 = 2.41
     expected = 0.75 + 0.5 + 0.1 + 0.25 - 0.005 * 2.6125 - 0.05 * 2.41 - 0.1 * 2
@@ -282,8 +279,8 @@ def test_ant_reward_by_hand(ant):
 def test_ant_up_and_heading_terms(ant, up_proj, heading_proj, up_term, heading_term):
     obs = np.zeros((1, 60))
     obs[0, 0], obs[0, 10], obs[0, 11] = 0.5, up_proj, heading_proj
-    carry = AntCarry(_f32([0.0]), _f32([0.0]))
-    reward, _ = ant.reward_and_termination(_f32(obs), jnp.zeros((1, 8)), carry)
+    carry = AntCarry(f32([0.0]), f32([0.0]))
+    reward, _ = ant.reward_and_termination(f32(obs), jnp.zeros((1, 8)), carry)
     # zero actions, zero dofs: reward = 0.5 alive + up + heading
     assert float(reward[0]) == pytest.approx(0.5 + up_term + heading_term, abs=1e-6)
 
@@ -292,8 +289,8 @@ def test_ant_death_below_termination_height(ant):
     obs = np.zeros((3, 60))
     obs[:, 0] = [0.30, 0.32, 0.0]  # terminationHeight = 0.31
     obs[:, 10], obs[:, 11] = 1.0, 1.0
-    carry = AntCarry(_f32([5.0, 5.0, 5.0]), _f32([0.0, 0.0, 0.0]))
-    reward, done = ant.reward_and_termination(_f32(obs), jnp.zeros((3, 8)), carry)
+    carry = AntCarry(f32([5.0, 5.0, 5.0]), f32([0.0, 0.0, 0.0]))
+    reward, done = ant.reward_and_termination(f32(obs), jnp.zeros((3, 8)), carry)
     np.testing.assert_array_equal(np.asarray(done), [True, False, True])
     # fallen: deathCost; standing: 5 progress + 0.5 alive + 0.1 up + 0.5 heading
     np.testing.assert_allclose(np.asarray(reward), [-2.0, 6.1, -2.0], rtol=1e-6)
@@ -302,8 +299,8 @@ def test_ant_death_below_termination_height(ant):
 def test_ant_progress_from_observe_to_reward(ant):
     """Potentials carried by observe feed the progress term: moving 1 m towards the target."""
     d_prev, d = _planar_distance(9.0, -2.0), _planar_distance(10.0, -2.0)
-    carry = AntCarry(_f32([-d_prev / DT]), _f32([0.0]))
-    actions = _f32([ACTIONS])
+    carry = AntCarry(f32([-d_prev / DT]), f32([0.0]))
+    actions = f32([ACTIONS])
     obs, carry = ant.observe(_ant_frame(), actions, carry)
     reward, done = ant.reward_and_termination(obs, actions, carry)
     progress = (d_prev - d) / DT  # ~ 0.999998 m / 0.0166 s = 60.24
@@ -351,10 +348,10 @@ def _quat_axis_angle(axis, angle):
     ],
 )
 def test_rotate_by_hand(axis, angle, v, expected):
-    q = _f32(_quat_axis_angle(axis, angle))
-    np.testing.assert_allclose(np.asarray(rotations.rotate(q, _f32(v))), expected, atol=1e-6)
+    q = f32(_quat_axis_angle(axis, angle))
+    np.testing.assert_allclose(np.asarray(rotations.rotate(q, f32(v))), expected, atol=1e-6)
     # the inverse rotation takes expected back to v
-    back = rotations.rotate_inverse(q, _f32(expected))
+    back = rotations.rotate_inverse(q, f32(expected))
     np.testing.assert_allclose(np.asarray(back), v, atol=1e-6)
 
 
@@ -369,13 +366,13 @@ def test_rotate_matches_mujoco_and_inverts():
         mujoco.mju_rotVecQuat(ref[i], v[i], q[i])
         conj = q[i] * [1, -1, -1, -1]
         mujoco.mju_rotVecQuat(ref_inv[i], v[i], conj)
-    out = np.asarray(rotations.rotate(_f32(q), _f32(v)))
-    out_inv = np.asarray(rotations.rotate_inverse(_f32(q), _f32(v)))
+    out = np.asarray(rotations.rotate(f32(q), f32(v)))
+    out_inv = np.asarray(rotations.rotate_inverse(f32(q), f32(v)))
     np.testing.assert_allclose(out, ref, atol=2e-6)
     np.testing.assert_allclose(out_inv, ref_inv, atol=2e-6)
     # inverse property both ways, and rotations keep lengths
-    there_back = rotations.rotate_inverse(_f32(q), rotations.rotate(_f32(q), _f32(v)))
-    back_there = rotations.rotate(_f32(q), rotations.rotate_inverse(_f32(q), _f32(v)))
+    there_back = rotations.rotate_inverse(f32(q), rotations.rotate(f32(q), f32(v)))
+    back_there = rotations.rotate(f32(q), rotations.rotate_inverse(f32(q), f32(v)))
     np.testing.assert_allclose(np.asarray(there_back), v, atol=2e-6)
     np.testing.assert_allclose(np.asarray(back_there), v, atol=2e-6)
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), np.linalg.norm(v, axis=1), rtol=1e-5)
@@ -405,7 +402,7 @@ def _zyx_quat(roll, pitch, yaw):
     ],
 )
 def test_euler_xyz_recovers_zyx_angles_wrapped(roll, pitch, yaw):
-    q = _f32(_zyx_quat(roll, pitch, yaw))
+    q = f32(_zyx_quat(roll, pitch, yaw))
     r, p, y = (float(x) for x in rotations.euler_xyz(q))
     two_pi = 2 * math.pi
     assert r == pytest.approx(roll % two_pi, abs=2e-6)
@@ -417,12 +414,12 @@ def test_euler_xyz_recovers_zyx_angles_wrapped(roll, pitch, yaw):
 
 def test_euler_xyz_gimbal_lock_and_identity():
     # identity -> all zero; pitch of exactly +90 deg -> pi/2 (clamped branch)
-    r, p, y = rotations.euler_xyz(_f32([1.0, 0.0, 0.0, 0.0]))
+    r, p, y = rotations.euler_xyz(f32([1.0, 0.0, 0.0, 0.0]))
     assert (float(r), float(p), float(y)) == (0.0, 0.0, 0.0)
-    _, p, _ = rotations.euler_xyz(_f32(_quat_axis_angle((0, 1, 0), math.pi / 2)))
+    _, p, _ = rotations.euler_xyz(f32(_quat_axis_angle((0, 1, 0), math.pi / 2)))
     assert float(p) == pytest.approx(math.pi / 2, abs=1e-3)
     # a batch keeps its leading shape
-    q = _f32(np.tile(_zyx_quat(0.1, 0.2, 0.3), (2, 3, 1)))
+    q = f32(np.tile(_zyx_quat(0.1, 0.2, 0.3), (2, 3, 1)))
     for angle, want in zip(rotations.euler_xyz(q), (0.1, 0.2, 0.3), strict=True):
         assert angle.shape == (2, 3)
         np.testing.assert_allclose(np.asarray(angle), want, atol=2e-6)

@@ -4,10 +4,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,7 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.sim.foreign import ForeignVecTask, build_vec_task
 from isaacgymenvs_gmi.tasks import get_task_class, register_task, unregister_task
-from tests.speed import budget
+from tests.helpers import mean_rewards, run_train
 from tests.tasks.upstream_style_task import (
     write_configs,
     write_standin_isaacgymenvs,
@@ -40,22 +37,12 @@ def tree(tmp_path_factory) -> Path:
 
 
 def _train(tree: Path, tmp_path: Path, *args: str, paths: list[str]) -> str:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(tree / p) for p in paths)}
-    proc = subprocess.run(
-        [sys.executable, "train.py", f"hydra.searchpath=[file://{tree / 'cfg'}]", *args]
-        + ["max_iterations=4", f"train_dir={tmp_path}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(600),
-        env=env,
-    )
+    proc = run_train(
+        f"hydra.searchpath=[file://{tree / 'cfg'}]", *args, "max_iterations=4",
+        f"train_dir={tmp_path}", pythonpath=[tree / p for p in paths], timeout_s=600,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
-
-
-def _rewards(stdout: str) -> list[float]:
-    return [float(x) for x in re.findall(r"\| mean reward (-?[\d.]+) \|", stdout)]
 
 
 def test_a_registered_vec_task_class_trains_under_two_gmis(tree, tmp_path):
@@ -68,7 +55,7 @@ def test_a_registered_vec_task_class_trains_under_two_gmis(tree, tmp_path):
         paths=["user"],
     )
     assert sorted(re.findall(r"^GMI (\d): node ", out, re.M)) == ["0", "1"]
-    rewards = _rewards(out)
+    rewards = mean_rewards(out)
     assert len(rewards) >= 3 and all(r < 0 for r in rewards), out  # -distance per step
 
 
@@ -89,7 +76,7 @@ def test_a_name_from_the_standin_isaacgymenvs_task_map_trains(tree, tmp_path):
     """``task=PointMass`` is in no suite and no registry: found in (stand-in)
     ``isaacgymenvs.tasks.isaacgym_task_map``."""
     out = _train(tree, tmp_path, "task=PointMass", "gmi.per_gpu=2", paths=["standin"])
-    assert len(_rewards(out)) >= 3
+    assert len(mean_rewards(out)) >= 3
 
 
 def test_episode_bookkeeping_follows_the_tasks_own_resets(tree, monkeypatch):

@@ -1,0 +1,63 @@
+"""What many tests need: ``train.py`` run to its end, the progress lines read back, a free TCP
+port, float32 arrays. A run followed while it goes (signals, faults) is
+:class:`tests.gmi.launched_run.LaunchedRun`."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tests.speed import budget
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN_PY = str(ROOT / "train.py")
+# GMI 0's progress line: GMIs, epoch, ..., mean reward ("-" before the first episode ends)
+PROGRESS = re.compile(r"\[GMI x(\d+)\] epoch (\d+)/\d+ .*\| mean reward (-?[\d.]+|-) \|")
+
+
+def run_train(
+    *args: str,
+    cwd: Path | str = ROOT,
+    env: Mapping[str, str] | None = None,
+    pythonpath: Sequence[Path | str] = (),
+    timeout_s: float = 300,
+    launcher: Sequence[str] = (sys.executable,),
+) -> subprocess.CompletedProcess:
+    """``train.py ARGS`` to its end, output captured as text; ``env`` adds to this process's
+    environment, ``pythonpath`` replaces PYTHONPATH; ``timeout_s`` on the reference machine."""
+    full = {**os.environ, **(env or {})}
+    if pythonpath:
+        full["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
+    return subprocess.run(
+        [*launcher, TRAIN_PY, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=budget(timeout_s),
+        env=full,
+    )
+
+
+def mean_rewards(stdout: str) -> list[float]:
+    """The mean episode reward of each progress line that has one."""
+    return [float(r) for *_, r in PROGRESS.findall(stdout) if r != "-"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def f32(x):
+    """``x`` as a float32 JAX array, rounded once from float64 (as the tasks' buffers are)."""
+    import jax.numpy as jnp
+
+    return jnp.asarray(np.asarray(x, dtype=np.float64), jnp.float32)
