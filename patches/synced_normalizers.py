@@ -17,9 +17,7 @@ value net) and the central value net's state normaliser.
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
-import sys
 from collections.abc import Callable
 
 import torch
@@ -62,8 +60,8 @@ class SyncedRunningMeanStd(RunningMeanStd):
     def forward(self, input, denorm: bool = False, mask: torch.Tensor | None = None):
         if not self.training:
             return super().forward(input, denorm, mask)
-        if _COMPILER_LOADED in sys.modules:  # compiled code may trace this: keep the update out
-            _uncompiled(_update_from_union)(self, input, mask)
+        if torch.compiler.is_compiling():  # traced into a graph: keep the update out of it
+            torch.compiler.disable(_update_from_union)(self, input, mask)
         else:
             _update_from_union(self, input, mask)
         self.training = False  # normalise with the updated statistics, without updating again
@@ -71,17 +69,6 @@ class SyncedRunningMeanStd(RunningMeanStd):
             return super().forward(input, denorm, mask)
         finally:
             self.training = True
-
-
-# A submodule only torch's real compiler loads (the package's stand-in for it does not, and a
-# run that never compiles keeps the stand-in: the update then runs as plain Python).
-_COMPILER_LOADED = "torch._dynamo.eval_frame"
-
-
-@functools.cache
-def _uncompiled(fn):
-    """``fn`` marked "never compile" (made on first need: marking imports the compiler)."""
-    return torch.compiler.disable(fn)
 
 
 def _update_from_union(

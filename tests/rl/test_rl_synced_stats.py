@@ -223,7 +223,7 @@ def test_one_gmi_standardises_advantages_as_rl_games():
 
 def test_the_patch_leaves_torch_compiler_unloaded():
     """Marking the update "never compile" at import would load torch's compiler (about a second
-    in every GMI) in runs that never compile; it is marked only once the compiler is loaded."""
+    in every GMI) in runs that never compile; it is marked only while a graph is traced."""
     code = (
         "import sys, torch\n"
         "import isaacgymenvs_gmi.patches.synced_normalizers\n"
