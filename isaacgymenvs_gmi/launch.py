@@ -28,7 +28,6 @@ from isaacgymenvs_gmi.config import (
     resolve_sim_settings,
     validate_train_config,
 )
-from isaacgymenvs_gmi.config.pbt import requested_mode
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_gmi_seeds, check_run_inputs
@@ -55,7 +54,7 @@ from isaacgymenvs_gmi.placement.machine_limits import (
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_layout, torchrun_world
 from isaacgymenvs_gmi.rl.train_names import check_rlgames_names, unread_train_config_keys
-from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, RunResult, mode_named, mode_of
+from isaacgymenvs_gmi.runners import MODES, Mode, ModeFacts, RunResult, chosen_mode, mode_of
 from isaacgymenvs_gmi.sim.compile_cache import cache_folder, use_compile_cache
 from isaacgymenvs_gmi.sim.envs import is_task_logic
 from isaacgymenvs_gmi.sim.foreign import preflight_vec_task
@@ -82,7 +81,9 @@ def plan_run(
     task = _task_of(cfg)
     check_run_inputs(cfg)
     gmi = GmiConfig.from_cfg(cfg.get("gmi"))
-    gmi = replace(gmi, mode=requested_mode(cfg, gmi.mode))  # pbt.enabled=True: gmi.mode=pbt
+    mode = chosen_mode(cfg, gmi.mode)  # e.g. pbt.enabled=True: gmi.mode=pbt
+    gmi = replace(gmi, mode=mode.name)
+    settings = mode.settings(cfg)
     num_envs = task.config["env"]["numEnvs"]
     train_params = OmegaConf.to_container(cfg.train, resolve=True)["params"]
     train = TrainSettings.from_cfg(cfg)
@@ -91,12 +92,10 @@ def plan_run(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
     )
     footprint = task.preflight(sim.assets_root)
-    mode = mode_named(gmi.mode)
     place = _place(gmi, cuda, inventory, mode)
     layout, backend = place.layout, place.node.backend
     _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
     _check_training(cfg, mode, num_envs, train_params)
-    settings = mode.settings(cfg)
     dims = (footprint.num_obs, footprint.num_states, footprint.num_actions)
     facts = ModeFacts(
         gmi, layout, train_params, num_envs, train, backend, cuda, settings, cfg.task_name, dims
@@ -130,11 +129,7 @@ def plan_run(
         under_torchrun=place.under_torchrun,
         dims=dims,
         serve=ServeSettings.from_cfg(cfg),
-        expendable=terms.expendable,
-        min_expendable=terms.min_alive,
-        expendable_what=terms.expendable_what,
-        min_alive_key=terms.min_alive_key,
-        pinned=terms.pinned,
+        terms=terms,
         task_modules=task_modules,
         wandb=wandb,
         run_config=OmegaConf.to_container(cfg, resolve=True) if wandb.activate else None,

@@ -125,6 +125,7 @@ BAD_INPUTS = [
     (["task=Ant", "gmi.timeout_s=0"], "gmi.timeout_s"),
     (["task=Ant", f"gmi.timeout_s={10**15}"], "gmi.timeout_s"),
     (["task=Ant", "gmi.mode=async"], "gmi.mode"),
+    (["task=Ant", "gmi.mode=a3c"], "gmi.mode"),
     (["task=Ant", "gmi.comm=fast"], "gmi.comm"),
     (["task=Ant", "gmi.backend=tpu"], "gmi.backend"),
     (["task=Ant", "gmi.num_gpus=64"], "gmi.num_gpus"),
@@ -314,8 +315,8 @@ GOOD_INPUTS = [  # (overrides, what the plan must hold: dotted attributes of Run
             "mode": "async",
             "world_size": 3,
             "gmi.trainers": 1,
-            "expendable": (1, 2),
-            "min_expendable": 1,
+            "terms.expendable": (1, 2),
+            "terms.min_alive": 1,
         },
     ),
 ]

@@ -5,7 +5,7 @@ Each setting is validated once, at the edge, into a frozen dataclass; problems r
 """
 
 from .errors import ConfigError
-from .gmi import GMI_BACKENDS, GMI_COMMS, GMI_MODES, GmiConfig
+from .gmi import GMI_BACKENDS, GMI_COMMS, GmiConfig
 from .ignored import ignored_physx_keys, report_ignored_keys
 from .resolvers import register_resolvers
 from .sim import (
@@ -22,7 +22,6 @@ from .training import TrainSettings
 __all__ = [
     "GMI_BACKENDS",
     "GMI_COMMS",
-    "GMI_MODES",
     "MJX_IMPLS",
     "SIM_BACKENDS",
     "SIM_BACKEND_CHOICES",

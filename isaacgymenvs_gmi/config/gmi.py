@@ -19,7 +19,6 @@ from .errors import ConfigError
 from .plan import PlanSettings, is_auto
 
 GmiBackend = Literal["auto", "mps", "mig", "direct", "cpu"]
-GmiMode = Literal["sync", "async", "serve", "pbt"]
 GmiComm = Literal["auto", "mpr", "mrr", "har"]
 GmiIntraDevice = Literal["auto", "shm", "ipc", "gloo"]
 GmiChannels = Literal["multi", "uni"]
@@ -28,7 +27,6 @@ GmiStart = Literal["auto", "spawn"]
 
 #: Allowed values, in the order used in error messages.
 GMI_BACKENDS: tuple[GmiBackend, ...] = get_args(GmiBackend)
-GMI_MODES: tuple[GmiMode, ...] = get_args(GmiMode)
 MAX_TIMEOUT_S = 2**31 // 1000  # 2,147,483 s: milliseconds must fit a 32-bit integer
 GMI_COMMS: tuple[GmiComm, ...] = get_args(GmiComm)
 GMI_INTRA_DEVICE: tuple[GmiIntraDevice, ...] = get_args(GmiIntraDevice)
@@ -47,9 +45,8 @@ class GmiConfig:
             a single CPU device; an integer G there splits the CPU cores into G devices).
         backend: how a GPU is shared: MPS clients, MIG instances, plain sharing ("direct"),
             CPU core sets, or "auto" to let the runtime choose.
-        mode: "sync" (synchronous PPO, holistic GMIs), "async" (A3C), "serve", or "pbt"
-            (population-based training: each GMI trains its own policy, ``pbt.*``;
-            ``pbt.enabled=True`` selects it, see :func:`.pbt.requested_mode`).
+        mode: the mode's name, checked by the mode registry (``isaacgymenvs_gmi.runners``),
+            which also lets a switch such as ``pbt.enabled=True`` choose it.
         comm: gradient reduction across GMIs, or "auto" to choose from the layout.
         intra_device: how the GMIs of one device exchange gradients: a host shared-memory
             segment ("shm"; host-staged on a GPU), a device buffer shared through CUDA IPC
@@ -85,7 +82,7 @@ class GmiConfig:
     per_gpu: int = 1
     num_gpus: int | None = None
     backend: GmiBackend = "auto"
-    mode: GmiMode = "sync"
+    mode: str = "sync"
     comm: GmiComm = "auto"
     intra_device: GmiIntraDevice = "auto"
     sm_percent: tuple[float, ...] | None = None
@@ -127,7 +124,7 @@ class GmiConfig:
         backend = check_choice(
             f"{prefix}.backend", given.get("backend", defaults.backend), GMI_BACKENDS
         )
-        mode = check_choice(f"{prefix}.mode", given.get("mode", defaults.mode), GMI_MODES)
+        mode = _mode_name(f"{prefix}.mode", given.get("mode", defaults.mode))
         comm = check_choice(f"{prefix}.comm", given.get("comm", defaults.comm), GMI_COMMS)
         intra_device = check_choice(
             f"{prefix}.intra_device",
@@ -168,7 +165,7 @@ class GmiConfig:
             per_gpu=per_gpu,
             num_gpus=num_gpus,
             backend=cast(GmiBackend, backend),
-            mode=cast(GmiMode, mode),
+            mode=mode,
             comm=cast(GmiComm, comm),
             intra_device=cast(GmiIntraDevice, intra_device),
             sm_percent=sm_percent,
@@ -193,3 +190,11 @@ def _sm_percent(key: str, value: Any) -> tuple[float, ...] | None:
     if not value:
         raise ConfigError(key, value, "must be null or a non-empty list of numbers in (0, 100]")
     return tuple(check_percent(f"{key}[{i}]", v) for i, v in enumerate(value))
+
+
+def _mode_name(key: str, value: Any) -> str:
+    """A mode's name, lower-cased; which names there are is the mode registry's to say
+    (:func:`isaacgymenvs_gmi.runners.mode_named`)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(key, value, "must be the name of a mode (e.g. sync)")
+    return value.strip().lower()

@@ -13,9 +13,7 @@ from typing import Any
 from ._values import select
 from .errors import ConfigError
 from .paths import check_writable_folder
-from .pbt import PbtSettings
 from .ppo_values import check_epoch_limit
-from .upstream_switches import refuse_unsupported
 
 _NAME = re.compile(r"^[A-Za-z0-9_.+=@,-]+$")  # letters, digits and a few safe punctuation marks
 # a run folder is the name plus rl-games' date suffix (``_26-11-14-05``): under 255 bytes
@@ -45,8 +43,6 @@ def _flag(cfg: Any, key: str) -> None:
 
 def check_run_inputs(cfg: Any) -> None:
     """Check the top-level keys of the composed config (raises :class:`ConfigError`)."""
-    refuse_unsupported(cfg)
-    PbtSettings.from_cfg(cfg)  # cheap: bad pbt.* input is refused before any work
     seed = select(cfg, "seed")
     if isinstance(seed, bool) or not isinstance(seed, int) or not -1 <= seed <= SEED_MAX:
         raise ConfigError(

@@ -7,9 +7,10 @@ named once as not applied with what to do instead. None is dropped silently.
 - ``headless=False``: there is no viewer window here; named, with ``capture_video`` to watch;
 - ``multi_gpu``: GMIs split the run either way; named with what runs instead when it is True
   without torchrun (and when it is False under torchrun);
-- ``pbt.*``: ``pbt.enabled=True`` trains a population as ``gmi.mode=pbt`` (its settings are
-  checked by :class:`.pbt.PbtSettings`), refused together with async or serve mode; with PBT
-  off, any other ``pbt.*`` setting a config carries is named as not applied.
+- ``pbt.*``: ``pbt.enabled=True`` trains a population as ``gmi.mode=pbt`` (the PBT mode
+  claims the run, ``runners/pbt``, which reads and checks its settings), refused together with
+  another mode; with PBT off, any other ``pbt.*`` setting a config carries is named as not
+  applied.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._values import select
+from .errors import ConfigError
 from .ignored import TOP_LEVEL_KEYS as ISAAC_GYM_ONLY
-from .pbt import pbt_enabled, requested_mode
 
 HONOURED = (
     "task_name",
@@ -58,11 +59,15 @@ def upstream_key_handling(key: str) -> str:
     return "named" if key in NAMED else "unknown"
 
 
-def refuse_unsupported(cfg: Any) -> None:
-    """Raise :class:`ConfigError` for a switch asking for what this version cannot do:
-    ``pbt.enabled=True`` with a mode other than sync or pbt (and ``gmi.mode=pbt`` without
-    it)."""
-    requested_mode(cfg, str(select(cfg, "gmi.mode", "sync")))
+def pbt_enabled(cfg: Any) -> bool:
+    """Whether ``pbt.enabled`` asks for population-based training (it must be a boolean or
+    null)."""
+    enabled = select(cfg, "pbt.enabled", None)
+    if enabled is None:
+        return False
+    if not isinstance(enabled, bool):
+        raise ConfigError("pbt.enabled", enabled, "must be True or False")
+    return enabled
 
 
 def not_applied(cfg: Any, *, under_torchrun: bool, gmis: int, devices: int) -> list[str]:

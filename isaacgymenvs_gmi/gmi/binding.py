@@ -95,7 +95,7 @@ def core_set(plan: RunPlan, place: GmiPlace) -> tuple[list[int], int]:
     """The cores GMI ``place`` may run on and the threads its pools get (``gmi.cores``)."""
     layout, cores = plan.layout, usable_cores()
     crowded = oversubscribed(cores, layout.devices_per_node, layout.per_device)
-    if choose_cores(plan.gmi.cores, crowded, bool(plan.pinned)) == "shared":
+    if choose_cores(plan.gmi.cores, crowded, bool(plan.terms.pinned)) == "shared":
         return share_cores(cores, layout.devices_per_node, layout.per_device)[place.local_rank]
     own = own_cores(plan, place.node)
     pinned = split_cores(cores, layout.devices_per_node, layout.per_device, own)
@@ -106,14 +106,14 @@ def own_cores(plan: RunPlan, node: int) -> list[int]:
     """Per device of ``node``: how many of its first GMIs keep cores of their own when GMIs
     outnumber cores (the plan's ``pinned`` GMIs, e.g. async trainers, which every actor waits
     on; [] where none is on this node: its GMIs are peers)."""
-    places = [plan.layout.place(g) for g in plan.pinned]
+    places = [plan.layout.place(g) for g in plan.terms.pinned]
     here = [p for p in places if p.node == node]
     if not here:
         return []
     per_device = [0] * plan.layout.devices_per_node
     for p in here:
         if p.slot != per_device[p.local_device]:
-            raise ValueError(f"pinned GMIs must come first on their device: {plan.pinned}")
+            raise ValueError(f"pinned GMIs must come first on their device: {plan.terms.pinned}")
         per_device[p.local_device] += 1
     return per_device
 

@@ -8,7 +8,7 @@ The launcher owns everything a run leaves open, and closes it whatever happens:
   spawn pipe (:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`);
 - the GMI processes, forked from the launcher where that is safe (no thread a fork would break
   runs in it) and spawned otherwise
-  (:mod:`.start_method`), watched by :func:`~.supervise.supervise`; an MPS daemon the launch
+  (:mod:`.start_method`), watched by :class:`~.supervise.Supervisor`; an MPS daemon the launch
   had to start is stopped.
 
 GMI sockets (gloo, NCCL's bootstrap) use the loopback interface.
@@ -33,7 +33,7 @@ from .rendezvous import make_rendezvous
 from .scratch import private_temp_dir
 from .start_method import start_method
 from .stop import signals_to_catch, stop_signals_held
-from .supervise import GmiFailure, GmiInterrupted, LauncherSignals, Survivable, supervise
+from .supervise import GmiFailure, GmiInterrupted, LauncherSignals, Supervisor
 from .worker import SpawnedLaunch, loopback_sockets, spawned_gmi_main
 
 log = logging.getLogger(__name__)
@@ -65,9 +65,13 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
         how = {
             "shared": "each device's GMIs share its cores, every pool sized to its share",
             "pinned": "some cores carry two GMIs"
-            + (f"; GMI(s) {list(plan.pinned)} keep cores of their own" if plan.pinned else ""),
+            + (
+                f"; GMI(s) {list(plan.terms.pinned)} keep cores of their own"
+                if plan.terms.pinned
+                else ""
+            ),
         }
-        chosen = choose_cores(plan.gmi.cores, crowded=True, some_pinned=bool(plan.pinned))
+        chosen = choose_cores(plan.gmi.cores, crowded=True, some_pinned=bool(plan.terms.pinned))
         log.warning(
             "%d GMIs on %d cores: %s (gmi.cores=%s)",
             layout.per_node,
@@ -112,15 +116,9 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
                     process.start()
                 send.close()  # the GMI holds the only writing end: EOF when it dies
                 processes.append(GmiProcess(rank, process, receive))
-            survivable = Survivable(
-                frozenset(plan.expendable),
-                plan.min_expendable,
-                plan.expendable_what,
-                plan.min_alive_key,
-            )
-            return supervise(
-                processes, signals, TEARDOWN_GRACE_S, survivable, stall_s=plan.gmi.timeout_s
-            )
+            return Supervisor(
+                processes, signals, TEARDOWN_GRACE_S, plan.terms, stall_s=plan.gmi.timeout_s
+            ).run()
     finally:
         for gmi in processes:
             gmi.kill()

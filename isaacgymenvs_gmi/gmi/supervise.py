@@ -1,7 +1,7 @@
 """Watch a node's GMI processes: results, failures, stop signals; leave none behind.
 
 The first GMI to fail is reported when it is detected (one line, then its traceback; the cause
-before its consequences, :mod:`.gmi_process`), the others get :data:`grace <supervise>` seconds
+before its consequences, :mod:`.gmi_process`), the others get ``grace_s`` seconds
 to exit on their own (they notice a dead peer in their next collective) and are then killed; a
 stopped (``SIGSTOP``) or hung GMI is killed at once. A GMI stopped by a signal for
 ``gmi.timeout_s`` is killed and counts as failed, and no wait is unbounded. A first stop signal
@@ -16,10 +16,11 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass
 from multiprocessing.connection import wait
 from types import FrameType
 from typing import Any
+
+from isaacgymenvs_gmi.placement.run_plan import ModeTerms
 
 from .gmi_process import GmiProcess, causes_first, failure_text
 from .stop import STARTUP, announce_stop, signal_name, signals_to_catch
@@ -43,7 +44,7 @@ class GmiInterrupted(RuntimeError):
 
 class LauncherSignals:
     """The launcher's stop-signal handlers: the first asks for a graceful stop, a second for
-    an immediate one. Handlers only record; :func:`supervise` acts."""
+    an immediate one. Handlers only record; :class:`Supervisor` acts."""
 
     def __init__(self, gmis: list[GmiProcess]):
         self.gmis = gmis
@@ -69,119 +70,144 @@ class LauncherSignals:
             signal.signal(sig, handler)
 
 
-@dataclass(frozen=True)
-class Survivable:
-    """GMIs whose failure the run survives (async actors, PBT members: nothing waits on them
-    in a collective), as long as at least ``min_alive`` of them are alive (``min_alive_key``:
-    the setting that asks for it)."""
+class Supervisor:
+    """Waits for every GMI of a node (:meth:`run`). A failed GMI the mode's ``terms`` call
+    expendable (async actors, PBT members: nothing waits on them in a collective) is reported
+    and the run goes on; below ``terms.min_alive`` of them the others are asked to stop
+    gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`. Every wait is bounded
+    by ``stall_s`` (``gmi.timeout_s``): a GMI stopped by a signal (SIGSTOP) that long (twice
+    that for one that is not expendable) is killed and counts as failed (expendable ones are
+    dropped like dead ones); expendable GMIs still running that long after the others finished
+    are killed and named."""
 
-    ranks: frozenset[int] = frozenset()
-    min_alive: int = 0
-    what: str = "actor"
-    min_alive_key: str = "gmi.async.min_actors"
+    def __init__(
+        self,
+        gmis: list[GmiProcess],
+        signals: LauncherSignals,
+        grace_s: float,
+        terms: ModeTerms,
+        stall_s: float = 30.0,
+    ):
+        self.gmis, self.signals, self.grace_s = gmis, signals, grace_s
+        self.terms, self.stall_s = terms, stall_s
+        self.expendable = frozenset(terms.expendable)
+        self.forwarded: dict[int, float] = {}  # GMI -> when the stop signal was last sent to it
+        self.lost: set[int] = set()  # expendable GMIs given up
+        self.too_few: str | None = None  # why the run stops: too few expendable GMIs left
+        self.finished_at: float | None = None  # when all but expendable GMIs exited cleanly
 
+    def run(self) -> Any:
+        """The result of GMI 0 (of the first GMI still alive, where GMI 0 is expendable and was
+        lost).
 
-def supervise(
-    gmis: list[GmiProcess],
-    signals: LauncherSignals,
-    grace_s: float,
-    survivable: Survivable = Survivable(),
-    stall_s: float = 30.0,
-) -> Any:
-    """Wait for every GMI; return the result of GMI 0 (of the first GMI still alive, where
-    GMI 0 is survivable and was lost). A failed GMI in ``survivable`` is reported
-    and the run goes on; below ``survivable.min_alive`` the others are asked to stop
-    gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`. Every wait is
-    bounded by ``stall_s`` (``gmi.timeout_s``): a GMI stopped by a signal (SIGSTOP) that long
-    (twice that for one that is not survivable) is killed and counts as failed (survivable ones
-    are dropped like dead ones); survivable GMIs still running that long after the others
-    finished are killed and named.
+        Raises:
+            GmiFailure: a GMI failed (after the others were stopped).
+            GmiInterrupted: a second stop signal, or a GMI that ended because of the first.
+        """
+        while True:
+            self._obey_signals()
+            now = self._wait()
+            failed = [g for g in self.gmis if g.failed and g.rank not in self.lost]
+            for gmi in failed:
+                if gmi.rank in self.expendable:
+                    self._drop(gmi)
+            fatal = [g for g in failed if g.rank not in self.expendable]
+            if fatal:
+                _report(causes_first(fatal)[0])
+                _teardown(self.gmis, self.grace_s)
+                return _raise_failure(self.gmis, self.signals)
+            self._end_lingering(now)
+            if all(g.process.exitcode == 0 for g in self.gmis if g.rank not in self.lost):
+                return self._result()
 
-    Raises:
-        GmiFailure: a GMI failed (after the others were stopped).
-        GmiInterrupted: a second stop signal, or a GMI that ended because of the first.
-    """
-    forwarded: dict[int, float] = {}  # GMI -> when the stop signal was last sent to it
-    lost: set[int] = set()
-    too_few: str | None = None
-    finished_at: float | None = None  # when every GMI but survivable ones had exited cleanly
-    while True:
-        if signals.forced:
-            for gmi in gmis:
+    def _obey_signals(self) -> None:
+        """A second stop signal kills every GMI; the first is forwarded to them."""
+        signum = self.signals.signum
+        if self.signals.forced:
+            for gmi in self.gmis:
                 gmi.kill()
-            name = signal_name(signals.signum or signal.SIGINT)
-            raise GmiInterrupted(signals.signum or signal.SIGINT, f"stopped at once by {name}")
-        if signals.signum is not None:
-            _forward(gmis, signals.signum, forwarded)
+            signum = signum or signal.SIGINT
+            raise GmiInterrupted(signum, f"stopped at once by {signal_name(signum)}")
+        if signum is not None:
+            _forward(self.gmis, signum, self.forwarded)
+
+    def _wait(self) -> float:
+        """Until a GMI reports or exits (at most POLL_S); kill the stalled, read every report.
+        Returns the time after the wait."""
+        gmis = self.gmis
         waiting = [g.results for g in gmis if g.message is None and g.pipe_open]
         wait(waiting + [g.process.sentinel for g in gmis if g.alive], timeout=POLL_S)
         now = time.monotonic()
-        _kill_stalled(gmis, now, stall_s, survivable.ranks)
+        _kill_stalled(gmis, now, self.stall_s, self.expendable)
         for gmi in gmis:
             gmi.read()
             if gmi.failed and gmi.failed_at is None:
                 gmi.failed_at = now
-        failed = [g for g in gmis if g.failed and g.rank not in lost]
-        for gmi in [g for g in failed if g.rank in survivable.ranks]:
-            lost.add(gmi.rank)
-            alive = len(survivable.ranks - lost)
-            log.warning(
-                "%s; the run goes on with %d of %d %s GMIs",
-                gmi.describe(),
-                alive,
-                len(survivable.ranks),
-                survivable.what,
+        return now
+
+    def _drop(self, gmi: GmiProcess) -> None:
+        """Report a lost expendable GMI; below the minimum, ask the others to stop."""
+        terms = self.terms
+        self.lost.add(gmi.rank)
+        alive = len(self.expendable - self.lost)
+        log.warning(
+            "%s; the run goes on with %d of %d %s GMIs",
+            gmi.describe(),
+            alive,
+            len(self.expendable),
+            terms.expendable_what,
+        )
+        if gmi.message is not None and gmi.message[0] == "error" and gmi.message[2]:
+            log.warning("GMI %d traceback:\n%s", gmi.rank, gmi.message[2].rstrip())
+        if alive < terms.min_alive and self.too_few is None:
+            self.too_few = (
+                f"{alive} {terms.expendable_what} GMI(s) alive, fewer than the "
+                f"{terms.min_alive} required ({terms.min_alive_key})"
             )
-            if gmi.message is not None and gmi.message[0] == "error" and gmi.message[2]:
-                log.warning("GMI %d traceback:\n%s", gmi.rank, gmi.message[2].rstrip())
-            if alive < survivable.min_alive and too_few is None:
-                too_few = (
-                    f"{alive} {survivable.what} GMI(s) alive, fewer than the "
-                    f"{survivable.min_alive} required ({survivable.min_alive_key})"
-                )
-                log.error("%s: stopping the run", too_few)
-                _forward(gmis, signal.SIGTERM, forwarded)
-        failed = [g for g in failed if g.rank not in survivable.ranks]
-        if failed:
-            _report(causes_first(failed)[0])
-            _teardown(gmis, grace_s)
-            return _raise_failure(gmis, signals)
-        others = [g for g in gmis if g.rank not in survivable.ranks]  # none: all may end late
-        if finished_at is None and others and all(g.process.exitcode == 0 for g in others):
-            finished_at = now
-        lingering = [g for g in gmis if g.rank not in lost and g.alive]
-        if finished_at is not None and lingering and now - finished_at > stall_s:
-            for gmi in lingering:  # survivable ones only: the others have exited
-                gmi.kill(f"still running {stall_s:g} s after the run ended (gmi.timeout_s)")
-                lost.add(gmi.rank)
+            log.error("%s: stopping the run", self.too_few)
+            _forward(self.gmis, signal.SIGTERM, self.forwarded)
+
+    def _end_lingering(self, now: float) -> None:
+        """Kill expendable GMIs still running ``stall_s`` after all the others exited cleanly."""
+        others = [g for g in self.gmis if g.rank not in self.expendable]
+        if self.finished_at is None and others and all(g.process.exitcode == 0 for g in others):
+            self.finished_at = now
+        lingering = [g for g in self.gmis if g.rank not in self.lost and g.alive]
+        if self.finished_at is not None and lingering and now - self.finished_at > self.stall_s:
+            for gmi in lingering:  # expendable ones only: the others have exited
+                gmi.kill(f"still running {self.stall_s:g} s after the run ended (gmi.timeout_s)")
+                self.lost.add(gmi.rank)
                 log.warning("%s", gmi.describe())
-        if all(g.process.exitcode == 0 for g in gmis if g.rank not in lost):
-            for gmi in gmis:
-                gmi.read()
-            alive = [g for g in gmis if g.rank not in lost]
-            if not alive:
-                raise GmiFailure(failure_text(gmis))
-            first = alive[0].message
-            if too_few is not None:  # the trainers stopped cleanly: say where their work is
-                saved = getattr(first[1], "checkpoint", None) if first is not None else None
-                raise GmiFailure(f"stopped: {too_few}; final checkpoint: {saved or 'none written'}")
-            if first is None:
-                gmi = alive[0]
-                raise GmiFailure(f"GMI {gmi.rank} (pid {gmi.process.pid}) exited without a result")
-            return first[1]
+
+    def _result(self) -> Any:
+        """Every GMI not given up exited cleanly: the first one's result."""
+        for gmi in self.gmis:
+            gmi.read()
+        alive = [g for g in self.gmis if g.rank not in self.lost]
+        if not alive:
+            raise GmiFailure(failure_text(self.gmis))
+        first = alive[0].message
+        if self.too_few is not None:  # the others stopped cleanly: say where their work is
+            saved = getattr(first[1], "checkpoint", None) if first is not None else None
+            saved = saved or "none written"
+            raise GmiFailure(f"stopped: {self.too_few}; final checkpoint: {saved}")
+        if first is None:
+            gmi = alive[0]
+            raise GmiFailure(f"GMI {gmi.rank} (pid {gmi.process.pid}) exited without a result")
+        return first[1]
 
 
 def _kill_stalled(
-    gmis: list[GmiProcess], now: float, stall_s: float, survivable: frozenset[int]
+    gmis: list[GmiProcess], now: float, stall_s: float, expendable: frozenset[int]
 ) -> None:
-    """Kill GMIs stopped by a signal (state T) too long: they cannot go on or exit. A
-    survivable one after ``stall_s`` (nothing waits for it in a collective); any other after
+    """Kill GMIs stopped by a signal (state T) too long: they cannot go on or exit. An
+    expendable one after ``stall_s`` (nothing waits for it in a collective); any other after
     twice that, so that its peers, whose collectives time out after ``stall_s``, name it first
     where they can."""
     for gmi in gmis:
         if not gmi.alive:
             continue
-        limit = stall_s if gmi.rank in survivable else 2 * stall_s
+        limit = stall_s if gmi.rank in expendable else 2 * stall_s
         if not gmi.stopped:
             gmi.stopped_since = None
         elif gmi.stopped_since is None:

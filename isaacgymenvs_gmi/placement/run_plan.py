@@ -16,6 +16,26 @@ from .layout import GmiLayout
 
 
 @dataclass(frozen=True)
+class ModeTerms:
+    """What a mode asks of the run once its checks pass (neutral: nothing).
+
+    Attributes:
+        expendable: GMIs whose death the run survives (nothing waits on them in a collective).
+        min_alive: how many of them must stay alive for it to go on (below, it stops cleanly).
+        pinned: GMIs that keep cores of their own when GMIs outnumber cores (the ones every
+            other GMI waits on); the others then share what is left.
+        expendable_what: what an expendable GMI is, for the lines that report losing one.
+        min_alive_key: the setting that asks for ``min_alive``, named when too few are left.
+    """
+
+    expendable: tuple[int, ...] = ()
+    min_alive: int = 0
+    pinned: tuple[int, ...] = ()
+    expendable_what: str = ""
+    min_alive_key: str = ""
+
+
+@dataclass(frozen=True)
 class RunPlan:
     """What to simulate, where, and how to train; identical on every GMI.
 
@@ -39,11 +59,7 @@ class RunPlan:
     under_torchrun: bool = False  # ranks were started by torchrun, not by us
     dims: tuple[int, int, int] = (0, 0, 0)  # the task's (obs, states, actions) widths
     serve: ServeSettings = ServeSettings()
-    expendable: tuple[int, ...] = ()  # GMIs whose death the run survives (async actors)
-    min_expendable: int = 0  # the run stops cleanly when fewer of them are alive
-    expendable_what: str = "actor"  # what an expendable GMI is, in the lines about losing one
-    min_alive_key: str = "gmi.async.min_actors"  # the setting behind min_expendable
-    pinned: tuple[int, ...] = ()  # GMIs keeping cores of their own when cores are short
+    terms: ModeTerms = ModeTerms()  # what the mode asks of the run (survivable, pinned GMIs)
     task_modules: tuple[str, ...] = ()  # imported by every GMI: they register the user's tasks
     wandb: WandbSettings = WandbSettings()
     video: VideoSettings = VideoSettings()  # capture_video: env 0 of GMI 0 on video

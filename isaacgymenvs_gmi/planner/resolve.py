@@ -19,7 +19,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config._values import check_int, select
-from isaacgymenvs_gmi.config.pbt import requested_mode
 from isaacgymenvs_gmi.config.plan import PlanSettings, is_auto
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.placement.cpu_sets import split_cores, usable_cores
@@ -27,6 +26,7 @@ from isaacgymenvs_gmi.placement.inventory import Inventory, detect_inventory
 from isaacgymenvs_gmi.placement.machine_limits import MEMORY_SHARE, available_memory
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.placement.torchrun import torchrun_world
+from isaacgymenvs_gmi.runners import MODES, chosen_mode
 
 from .cache import PlanCache, default_cache_dir, digest, fingerprint, train_config_hash
 from .candidates import MB_KEY, Request, apply, env_grid, minibatches_of, shapes
@@ -85,18 +85,10 @@ def check_request(cfg: DictConfig) -> tuple[PlanSettings, Request, RunPlan]:
     if torchrun_world(os.environ):
         raise ConfigError(key, "auto", "cannot be searched under torchrun, where ranks are fixed")
     settings = PlanSettings.from_cfg(select(cfg, "gmi.plan"))
-    mode = requested_mode(cfg, str(select(cfg, "gmi.mode", "sync")).lower())
-    if mode == "pbt":
-        raise ConfigError(
-            key,
-            "auto",
-            "searches sync and serve runs; with population-based training the GMIs are the "
-            "population: give gmi.per_gpu and num_envs numbers",
-        )
-    if mode == "async":
-        raise ConfigError(
-            key, "auto", "searches sync and serve runs; in async mode give gmi.per_gpu a number"
-        )
+    mode = chosen_mode(cfg, str(select(cfg, "gmi.mode", "sync")).strip().lower())
+    if mode.not_searched:
+        searched = " and ".join(m.name for m in MODES.values() if not m.not_searched)
+        raise ConfigError(key, "auto", f"searches {searched} runs; {mode.not_searched}")
     if bool(select(cfg, "test", False)):
         raise ConfigError(key, "auto", "test=True plays in one process: nothing to search")
     train_config = select(cfg, "train.params.config", {}) or {}
@@ -105,7 +97,7 @@ def check_request(cfg: DictConfig) -> tuple[PlanSettings, Request, RunPlan]:
     )
     per_gpu = None if per_auto else check_int("gmi.per_gpu", select(cfg, "gmi.per_gpu"), minimum=1)
     envs = _reference_envs(cfg)
-    minibatches = None if mode == "serve" else minibatches_of(train_config, horizon, envs)
+    minibatches = minibatches_of(train_config, horizon, envs) if mode.trains else None
     request = Request(
         per_gpu=per_gpu,
         total_envs=None if envs_auto else envs,

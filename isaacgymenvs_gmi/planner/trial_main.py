@@ -19,12 +19,13 @@ from pathlib import Path
 from isaacgymenvs_gmi.atomic_file import write_atomically
 
 
-def measured_rate(result, mode: str, warmup_epochs: int) -> float:
-    """Throughput of a finished trial run: the median epoch's env steps/s after warm-up (sync;
-    one slow epoch, a stall on a shared machine, does not decide between candidates), or the
-    predictions/s the run measured after its own warm-up (serve)."""
-    if mode == "serve":
-        return float(result.rates["pps"])
+def measured_rate(result, rate: str, warmup_epochs: int) -> float:
+    """Throughput of a finished trial run: the median epoch's env steps/s after warm-up (one
+    slow epoch, a stall on a shared machine, does not decide between candidates), or where the
+    mode names a ``rate`` of its own, that entry of the run's rates (serve: predictions/s
+    after its own warm-up)."""
+    if rate:
+        return float(result.rates[rate])
     rates = result.epoch_rates[warmup_epochs:]
     if not rates:
         raise RuntimeError(f"no epoch after the {warmup_epochs} warm-up epoch(s) was measured")
@@ -44,6 +45,7 @@ def main(argv: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from isaacgymenvs_gmi.launch import plan_run, run
+    from isaacgymenvs_gmi.runners import mode_named
 
     cfg = OmegaConf.create(spec["config"])
     try:
@@ -51,7 +53,7 @@ def main(argv: list[str]) -> int:
         result = run(cfg, plan)
         if result is None or result.stopped_by is not None:
             raise RuntimeError("the trial run was stopped before it finished")
-        rate = measured_rate(result, plan.mode, int(spec["warmup_epochs"]))
+        rate = measured_rate(result, mode_named(plan.mode).rate, int(spec["warmup_epochs"]))
     except BaseException as err:  # noqa: BLE001 - every failure is reported to the planner
         _write(out_path, {"ok": False, "error": f"{type(err).__name__}: {err}"[:2000]})
         return 1

@@ -9,6 +9,8 @@ import what they share from :mod:`.shared`, never from each other.
 
 from __future__ import annotations
 
+from typing import Any
+
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks, defer_torch_compiler
@@ -17,13 +19,14 @@ defer_rl_games_test_networks()  # before the bodies below import rl-games' train
 defer_torch_compiler()
 
 from .async_ppo import MODE as ASYNC  # noqa: E402
-from .mode import Mode, ModeFacts, ModeTerms  # noqa: E402
+from .mode import Claim, Mode, ModeFacts, ModeTerms  # noqa: E402
 from .pbt import MODE as PBT  # noqa: E402
 from .result import RunResult  # noqa: E402
 from .serve import MODE as SERVE  # noqa: E402
 from .sync_ppo import MODE as SYNC  # noqa: E402
 
 MODES: dict[str, Mode] = {m.name: m for m in (SYNC, ASYNC, SERVE, PBT)}
+DEFAULT = SYNC  # gmi.mode's default
 PLAYER = SYNC  # test=True plays a checkpoint in one process with rl-games' player: sync's body
 
 
@@ -37,9 +40,44 @@ def mode_named(name: str) -> Mode:
         raise ConfigError("gmi.mode", name, available) from None
 
 
+def chosen_mode(cfg: Any, name: str) -> Mode:
+    """The mode of a run whose ``gmi.mode`` is ``name``: a mode another switch claims
+    (``pbt.enabled=True``) where ``gmi.mode`` is the default or names it, else ``name``'s.
+
+    Raises:
+        ConfigError: ``name`` is not a mode, or it and a claiming switch disagree (naming
+            ``gmi.mode``).
+    """
+    asked = mode_named(name)
+    for mode in MODES.values():
+        if mode.claim is None or not mode.claim.applies(cfg) or asked is mode:
+            continue
+        if asked is DEFAULT:
+            return mode
+        claim = mode.claim
+        raise ConfigError(
+            "gmi.mode",
+            name,
+            f"{claim.switch} runs as gmi.mode={mode.name} ({mode.summary}); it cannot be combined "
+            f"with gmi.mode={asked.name} ({asked.summary}): use gmi.mode={DEFAULT.name} or "
+            f"{mode.name}, or {claim.undo}",
+        )
+    return asked
+
+
 def mode_of(plan: RunPlan) -> Mode:
     """The mode that runs ``plan``: its ``gmi.mode``, or the player for ``test=True``."""
     return PLAYER if plan.test else mode_named(plan.mode)
 
 
-__all__ = ["MODES", "Mode", "ModeFacts", "RunResult", "ModeTerms", "mode_named", "mode_of"]
+__all__ = [
+    "MODES",
+    "Claim",
+    "Mode",
+    "ModeFacts",
+    "RunResult",
+    "ModeTerms",
+    "chosen_mode",
+    "mode_named",
+    "mode_of",
+]

@@ -17,7 +17,7 @@ from isaacgymenvs_gmi.comm import ipc_possible
 from isaacgymenvs_gmi.config import GmiConfig, TrainSettings
 from isaacgymenvs_gmi.gmi.context import Body
 from isaacgymenvs_gmi.placement.layout import GmiLayout
-from isaacgymenvs_gmi.placement.run_plan import RunPlan
+from isaacgymenvs_gmi.placement.run_plan import ModeTerms, RunPlan
 
 
 @dataclass(frozen=True)
@@ -56,23 +56,20 @@ class ModeFacts:
 
 
 @dataclass(frozen=True)
-class ModeTerms:
-    """What a mode asks of the run once its checks pass.
+class Claim:
+    """A switch elsewhere in the config that selects a mode (upstream's ``pbt.enabled=True``
+    selects PBT): the run is then that mode's with ``gmi.mode`` left at its default or naming
+    it, and is refused with any other.
 
     Attributes:
-        expendable: GMIs whose death the run survives.
-        min_alive: how many of them must stay alive for it to go on (below, it stops cleanly).
-        pinned: GMIs that keep cores of their own when GMIs outnumber cores (the ones every
-            other GMI waits on); the others then share what is left.
-        expendable_what: what an expendable GMI is, for the lines that report losing one.
-        min_alive_key: the setting that asks for ``min_alive``, named when too few are left.
+        applies: whether the composed config sets the switch (``ConfigError`` for a bad value).
+        switch: the switch as a user writes it, for messages (``pbt.enabled=True``).
+        undo: how to turn it off (``pbt=no_pbt``).
     """
 
-    expendable: tuple[int, ...] = ()
-    min_alive: int = 0
-    pinned: tuple[int, ...] = ()
-    expendable_what: str = "actor"
-    min_alive_key: str = "gmi.async.min_actors"
+    applies: Callable[[Any], bool]
+    switch: str
+    undo: str
 
 
 def _nothing_to_check(facts: ModeFacts) -> ModeTerms:
@@ -108,6 +105,11 @@ class Mode:
         settings: reads and checks the mode's own settings from the whole composed config
             (``ConfigError`` naming the key); the result reaches its checks
             (``ModeFacts.settings``) and its body (``RunPlan.mode_settings``).
+        claim: a switch outside ``gmi.mode`` that selects this mode, or None.
+        not_searched: why the planner cannot search this mode's shape (``gmi.per_gpu=auto``,
+            ``num_envs=auto``); empty where it can.
+        rate: the ``RunResult.rates`` entry a planner trial of this mode maximises; empty for
+            env steps/s over the trial's epochs.
     """
 
     name: str
@@ -119,3 +121,6 @@ class Mode:
     in_one_process: Callable[[RunPlan], bool] = _never
     independent_gmis: bool = False
     settings: Callable[[Any], Any] = _no_settings
+    claim: Claim | None = None
+    not_searched: str = ""
+    rate: str = ""

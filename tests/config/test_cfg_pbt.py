@@ -11,15 +11,11 @@ from omegaconf import OmegaConf
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.compose import compose_config as compose_like_train_py
-from isaacgymenvs_gmi.config.pbt import (
-    MUTATION_FUNCTIONS,
-    PBT_KEYS,
-    PbtSettings,
-    requested_mode,
-)
-from isaacgymenvs_gmi.config.run_inputs import check_run_inputs
+from isaacgymenvs_gmi.launch import plan_run
+from isaacgymenvs_gmi.runners import MODES, chosen_mode
 from isaacgymenvs_gmi.runners.pbt.mutation import MUTATIONS
 from isaacgymenvs_gmi.runners.pbt.selection import SelectionSettings
+from isaacgymenvs_gmi.runners.pbt.settings import MUTATION_FUNCTIONS, PBT_KEYS, PbtSettings
 from tests.conftest import CFG_DIR, compose_config
 from tests.pbt_upstream_files import UPSTREAM_PBT_FILES, write_upstream_pbt_files
 
@@ -269,40 +265,41 @@ def test_a_mutated_value_the_function_cannot_mutate_is_refused(
 # --- the mode a run asks for
 
 
-def test_requested_mode():
+def test_pbt_enabled_claims_the_run_from_the_default_mode():
     on, off = {"pbt": {"enabled": True}}, {"pbt": {"enabled": False, "policy_idx": 0}}
-    assert requested_mode(on, "sync") == "pbt"
-    assert requested_mode(on, "pbt") == "pbt"
-    assert requested_mode(on, "a3c") == "a3c"  # not a mode: gmi.mode's own check refuses it
-    for mode in ("sync", "async", "serve"):
-        assert requested_mode(off, mode) == mode
-        assert requested_mode({}, mode) == mode
+    assert chosen_mode(on, "sync") is MODES["pbt"]
+    assert chosen_mode(on, "pbt") is MODES["pbt"]
+    for name in ("sync", "async", "serve"):
+        assert chosen_mode(off, name) is MODES[name]
+        assert chosen_mode({}, name) is MODES[name]
+    with pytest.raises(ConfigError, match=r"^gmi\.mode='a3c': available in this version: sync"):
+        chosen_mode(on, "a3c")
 
 
-@pytest.mark.parametrize("mode, what", [("async", "asynchronous PPO"), ("serve", "serving")])
-def test_pbt_with_another_mode_is_refused_naming_gmi_mode(mode, what):
-    with pytest.raises(ConfigError, match=rf"^gmi\.mode='{mode}': population-based training"):
-        requested_mode({"pbt": {"enabled": True}}, mode)
-    with pytest.raises(ConfigError, match=f"cannot be combined with {what}"):
-        requested_mode({"pbt": {"enabled": True}}, mode)
+@pytest.mark.parametrize("mode", ["async", "serve"])
+def test_pbt_with_another_mode_is_refused_naming_gmi_mode(mode):
+    with pytest.raises(ConfigError) as caught:
+        chosen_mode({"pbt": {"enabled": True}}, mode)
+    assert str(caught.value).startswith(f"gmi.mode='{mode}': pbt.enabled=True runs as gmi.mode=pbt")
+    assert f"cannot be combined with gmi.mode={mode} ({MODES[mode].summary})" in str(caught.value)
+    assert str(caught.value).endswith("use gmi.mode=sync or pbt, or pbt=no_pbt")
 
 
-def test_pbt_mode_without_pbt_enabled_is_refused_naming_pbt_enabled():
-    with pytest.raises(ConfigError, match=r"^pbt\.enabled=False: gmi\.mode=pbt trains a popul"):
-        requested_mode({"pbt": {"enabled": False}}, "pbt")
-    with pytest.raises(ConfigError, match=r"pbt=pbt_default \(pbt\.enabled=True\)"):
-        requested_mode({}, "pbt")
+NO_GPU = (False, ("cpu",), False)
 
 
-def test_run_inputs_check_pbt_up_front(compose_cfg, tmp_path):
+def test_the_plan_checks_pbt_before_any_work(compose_cfg, tmp_path):
     runs = f"train_dir={tmp_path / 'runs'}"
-    check_run_inputs(compose_cfg("pbt=pbt_default", runs))
+    pbt = ("pbt=pbt_default", "gmi.per_gpu=2", runs)
+    assert plan_run(compose_cfg(*pbt), platform=NO_GPU).mode == "pbt"
     with pytest.raises(ConfigError, match=r"^pbt\.replace_fraction_best=0\.0: "):
-        check_run_inputs(compose_cfg("pbt=pbt_default", "pbt.replace_fraction_best=0.0", runs))
+        plan_run(compose_cfg(*pbt, "pbt.replace_fraction_best=0.0"), platform=NO_GPU)
     with pytest.raises(ConfigError, match=r"^gmi\.mode='async': "):
-        check_run_inputs(compose_cfg("pbt=pbt_default", "gmi.mode=async", runs))
-    with pytest.raises(ConfigError, match=r"^pbt\.enabled=False: "):
-        check_run_inputs(compose_cfg("gmi.mode=pbt", runs))
+        plan_run(compose_cfg(*pbt, "gmi.mode=async"), platform=NO_GPU)
+    with pytest.raises(ConfigError, match=r"^pbt\.enabled=False: gmi\.mode=pbt trains a popul"):
+        plan_run(compose_cfg("gmi.mode=pbt", "gmi.per_gpu=2", runs), platform=NO_GPU)
+    with pytest.raises(ConfigError, match=r"pbt=pbt_default \(pbt\.enabled=True\)"):
+        MODES["pbt"].settings({})
 
 
 # --- upstream's files, found through hydra.searchpath

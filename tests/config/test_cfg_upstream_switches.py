@@ -5,19 +5,18 @@ every ``pbt.*`` key is honoured, refused naming the key, or named once with what
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from isaacgymenvs_gmi.config import ConfigError
-from isaacgymenvs_gmi.config.pbt import PBT_KEYS
 from isaacgymenvs_gmi.config.upstream_switches import (
     not_applied,
-    refuse_unsupported,
+    pbt_enabled,
     upstream_key_handling,
 )
-from tests.speed import budget
+from isaacgymenvs_gmi.runners.pbt.settings import PBT_KEYS
+from tests.helpers import run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 # IsaacGymEnvs' cfg/config.yaml, top level (its defaults list aside)
@@ -83,14 +82,11 @@ def test_every_upstream_pbt_key_is_a_pbt_setting():
     assert sorted(UPSTREAM_PBT_KEYS) == sorted(PBT_KEYS)
 
 
-def test_pbt_enabled_is_accepted_and_refused_only_with_another_mode():
-    refuse_unsupported({"pbt": {"enabled": True}})
-    refuse_unsupported({"pbt": {"enabled": True}, "gmi": {"mode": "pbt"}})
-    refuse_unsupported({"pbt": {"enabled": False, "policy_idx": 0}})
-    with pytest.raises(ConfigError, match=r"^gmi\.mode='async': population-based training"):
-        refuse_unsupported({"pbt": {"enabled": True}, "gmi": {"mode": "async"}})
-    with pytest.raises(ConfigError, match=r"^pbt\.enabled=False: gmi\.mode=pbt trains"):
-        refuse_unsupported({"pbt": {"enabled": False}, "gmi": {"mode": "pbt"}})
+def test_pbt_enabled_must_be_a_flag():
+    assert pbt_enabled({"pbt": {"enabled": True}}) is True
+    assert not pbt_enabled({"pbt": {"enabled": None}}) and not pbt_enabled({})
+    with pytest.raises(ConfigError, match=r"^pbt\.enabled='yes please': must be True or False"):
+        pbt_enabled({"pbt": {"enabled": "yes please"}})
 
 
 def test_every_pbt_setting_is_named_when_pbt_is_off():
@@ -121,20 +117,9 @@ def test_multi_gpu_says_what_runs_instead():
 
 
 def _train(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "train.py"),
-            "task=Cartpole",
-            "num_envs=32",
-            "train.params.config.minibatch_size=256",
-            f"train_dir={tmp_path / 'runs'}",
-            *args,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=budget(240),
+    tiny = ("num_envs=32", "train.params.config.minibatch_size=256")
+    return run_train(
+        "task=Cartpole", *tiny, f"train_dir={tmp_path / 'runs'}", *args, cwd=tmp_path, timeout_s=240
     )
 
 
@@ -145,7 +130,7 @@ def test_train_py_refuses_bad_pbt_settings_before_any_work(tmp_path):
     assert not (tmp_path / "runs").exists()
     proc = _train(tmp_path, "pbt=pbt_default", "gmi.mode=serve")
     assert proc.returncode == 2
-    assert "error: gmi.mode='serve': population-based training" in proc.stderr
+    assert "error: gmi.mode='serve': pbt.enabled=True runs as gmi.mode=pbt" in proc.stderr
     assert not (tmp_path / "runs").exists()
 
 

@@ -115,7 +115,8 @@ def test_split_cores_keeps_own_cores_for_the_first_gmis(cores, devices, per_devi
 )
 def test_async_trainers_keep_their_own_cores(mode, layout, trainers, node, expected):
     pinned = tuple(range(trainers)) if mode == "async" else ()
-    assert own_cores(SimpleNamespace(layout=layout, pinned=pinned), node) == expected
+    plan = SimpleNamespace(layout=layout, terms=SimpleNamespace(pinned=pinned))
+    assert own_cores(plan, node) == expected
 
 
 def test_the_async_mode_pins_its_trainers_and_the_others_pin_nothing(compose_cfg):
@@ -126,7 +127,7 @@ def test_the_async_mode_pins_its_trainers_and_the_others_pin_nothing(compose_cfg
         cfg = compose_cfg("task=Ant", f"gmi.mode={mode}", "gmi.per_gpu=3", "num_envs=64")
         cfg.train.params.config.minibatch_size = 512
         plan = plan_run(cfg, platform=no_gpu)
-        assert plan.pinned == pinned, mode
+        assert plan.terms.pinned == pinned, mode
         assert own_cores(plan, 0) == ([1] if pinned else [])
 
 

@@ -22,6 +22,7 @@ MODE = Mode(
     body=run_async_ppo,
     check=check_async,
     in_one_process=lambda plan: plan.gmi.async_.serial,
+    not_searched="in async mode give gmi.per_gpu a number",
 )
 
 __all__ = ["MODE", "run_async_ppo"]

@@ -53,7 +53,13 @@ def check_async(facts: ModeFacts) -> ModeTerms:
         except ValueError as err:
             raise ConfigError("gmi.async.chunk_steps", chunk, str(err)) from None
     trainers = tuple(range(gmi.trainers))  # every actor waits on them: cores of their own
-    return ModeTerms(tuple(range(gmi.trainers, world)), settings.min_actors, pinned=trainers)
+    return ModeTerms(
+        expendable=tuple(range(gmi.trainers, world)),
+        min_alive=settings.min_actors,
+        pinned=trainers,
+        expendable_what="actor",
+        min_alive_key="gmi.async.min_actors",
+    )
 
 
 def _check_trainer_team(facts: ModeFacts) -> None:

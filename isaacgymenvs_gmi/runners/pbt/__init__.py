@@ -6,11 +6,13 @@ or dies does not hold the others back.
 """
 
 from isaacgymenvs_gmi.config import ConfigError
-from isaacgymenvs_gmi.config.pbt import PbtSettings
-from isaacgymenvs_gmi.runners.mode import Mode, ModeFacts, ModeTerms
+from isaacgymenvs_gmi.config._values import select
+from isaacgymenvs_gmi.config.upstream_switches import pbt_enabled
+from isaacgymenvs_gmi.runners.mode import Claim, Mode, ModeFacts, ModeTerms
 
 from .body import run_pbt, workspace_root
 from .identity import PopulationIdentity, check_workspace
+from .settings import PbtSettings
 
 
 def _check_pbt(facts: ModeFacts) -> ModeTerms:
@@ -50,8 +52,13 @@ def _pbt_settings(cfg) -> PbtSettings | None:
     settings = PbtSettings.from_cfg(cfg)
     if cfg.get("test") is True:
         return None
-    if settings is None:  # requested_mode refuses gmi.mode=pbt without pbt.enabled
-        raise ConfigError("pbt.enabled", False, "gmi.mode=pbt needs pbt.enabled=True")
+    if settings is None:
+        raise ConfigError(
+            "pbt.enabled",
+            select(cfg, "pbt.enabled", None),
+            "gmi.mode=pbt trains a population: choose a PBT config, e.g. pbt=pbt_default "
+            "(pbt.enabled=True)",
+        )
     return settings
 
 
@@ -62,6 +69,9 @@ MODE = Mode(
     check=_check_pbt,
     independent_gmis=True,
     settings=_pbt_settings,
+    claim=Claim(pbt_enabled, switch="pbt.enabled=True", undo="pbt=no_pbt"),
+    not_searched="with population-based training the GMIs are the population: give "
+    "gmi.per_gpu and num_envs numbers",
 )
 
 __all__ = ["MODE", "run_pbt"]

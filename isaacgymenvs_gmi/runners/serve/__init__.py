@@ -18,6 +18,7 @@ MODE = Mode(
     check=_check_serve,
     trains=False,
     independent_gmis=True,
+    rate="pps",  # predictions/s, measured by the run after its own warm-up
 )
 
 __all__ = ["MODE", "run_serve"]
