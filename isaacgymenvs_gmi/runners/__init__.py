@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config import ConfigError, GmiConfig
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks, defer_torch_compiler
 
@@ -26,7 +26,7 @@ from .serve import MODE as SERVE  # noqa: E402
 from .sync_ppo import MODE as SYNC  # noqa: E402
 
 MODES: dict[str, Mode] = {m.name: m for m in (SYNC, ASYNC, SERVE, PBT)}
-DEFAULT = SYNC  # gmi.mode's default
+DEFAULT = MODES[GmiConfig.mode]  # the mode of a run that leaves gmi.mode at its default
 PLAYER = SYNC  # test=True plays a checkpoint in one process with rl-games' player: sync's body
 
 
