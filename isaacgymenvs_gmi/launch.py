@@ -31,7 +31,6 @@ from isaacgymenvs_gmi.config import (
 from isaacgymenvs_gmi.config.ppo_values import validate_ppo_values
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.run_inputs import check_gmi_seeds, check_run_inputs
-from isaacgymenvs_gmi.config.serve import ServeSettings
 from isaacgymenvs_gmi.config.sources import bundled_config_dir
 from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
 from isaacgymenvs_gmi.config.upstream_switches import not_applied
@@ -128,7 +127,6 @@ def plan_run(
         checkpoint=str(cfg.checkpoint) or None,
         under_torchrun=place.under_torchrun,
         dims=dims,
-        serve=ServeSettings.from_cfg(cfg),
         terms=terms,
         task_modules=task_modules,
         wandb=wandb,

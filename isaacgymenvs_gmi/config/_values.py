@@ -1,14 +1,14 @@
-"""Small checkers shared by the typed config builders; each raises ConfigError naming the key."""
+"""Reading config nodes: plain values, dotted lookups, mappings and their known keys. What a
+value may be is :mod:`.schema`'s to say."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from .errors import ConfigError, one_of
+from .errors import ConfigError
 
 
 def to_plain(node: Any) -> Any:
@@ -41,54 +41,6 @@ def as_mapping(key: str, node: Any) -> dict[str, Any]:
     if not isinstance(node, Mapping):
         raise ConfigError(key, node, "must be a mapping")
     return dict(node)
-
-
-def check_int(key: str, value: Any, *, minimum: int) -> int:
-    """An integer ``>= minimum``. Digit strings are accepted; bools and floats are not."""
-    constraint = f"must be an integer >= {minimum}"
-    if isinstance(value, bool):
-        raise ConfigError(key, value, constraint)
-    if isinstance(value, str):
-        text = value.strip()
-        if not text.lstrip("+-").isdigit():
-            raise ConfigError(key, value, constraint)
-        number = int(text)
-    elif isinstance(value, int):
-        number = value
-    else:
-        raise ConfigError(key, value, constraint)
-    if number < minimum:
-        raise ConfigError(key, value, constraint)
-    return number
-
-
-def check_flag(key: str, value: Any) -> bool:
-    """A boolean, as YAML and Hydra's command line give one (``true``/``false``)."""
-    value = to_plain(value)
-    if not isinstance(value, bool):
-        raise ConfigError(key, value, "must be true or false")
-    return value
-
-
-def check_choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
-    """One of ``allowed``, compared case-insensitively; returns the canonical spelling."""
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        for choice in allowed:
-            if choice.lower() == lowered:
-                return choice
-    raise ConfigError(key, value, one_of(allowed))
-
-
-def check_percent(key: str, value: Any) -> float:
-    """A real number in (0, 100]."""
-    constraint = "must be a number in (0, 100]"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(key, value, constraint)
-    number = float(value)
-    if not math.isfinite(number) or not 0.0 < number <= 100.0:
-        raise ConfigError(key, value, constraint)
-    return number
 
 
 def check_known_keys(prefix: str, given: Mapping[str, Any], known: tuple[str, ...]) -> None:

@@ -6,12 +6,10 @@ the A3C runner reads lives under ``gmi.async``.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
-from ._values import as_mapping, check_choice, check_int, check_known_keys, to_plain
 from .errors import ConfigError
+from .schema import FLAG, Choice, Int, Real, Settings, setting
 
 # Policy versions an actor's data may lag behind the trainer's policy before it is dropped.
 # Measured with bench/async_lag.py (Ant, 1 trainer + 2 actor processes on 2 CPU cores, 80
@@ -24,22 +22,8 @@ from .errors import ConfigError
 DEFAULT_MAX_LAG = 1
 
 
-def _check_float(key: str, value: Any, *, low: float, high: float = math.inf) -> float:
-    constraint = (
-        f"must be a number in [{low:g}, {high:g}]"
-        if high < math.inf
-        else (f"must be a number >= {low:g}")
-    )
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(key, value, constraint)
-    number = float(value)
-    if not math.isfinite(number) or not low <= number <= high:
-        raise ConfigError(key, value, constraint)
-    return number
-
-
 @dataclass(frozen=True)
-class AsyncSettings:
+class AsyncSettings(Settings):
     """``gmi.async.*``: how actors and trainers exchange experience and weights.
 
     Attributes:
@@ -65,55 +49,22 @@ class AsyncSettings:
             everywhere: to measure it, or to test it on one node).
     """
 
-    max_lag: int = DEFAULT_MAX_LAG
-    min_actors: int = 1
-    rho_bar: float = 1.0
-    c_bar: float = 1.0
-    anchor: str = "proximal"
-    chunk_steps: int | None = None
-    deadline_ms: int = 50
-    ring_slots: int = 2
-    serial: bool = False
-    transport: str = "auto"
+    PREFIX = "gmi.async"
+    max_lag: int = setting(DEFAULT_MAX_LAG, Int(0))
+    min_actors: int = setting(1, Int(1))
+    rho_bar: float = setting(1.0, Real(1e-6))
+    c_bar: float = setting(1.0, Real(1e-6))
+    anchor: str = setting("proximal", Choice(("proximal", "behaviour")))
+    chunk_steps: int | None = setting(None, Int(1, optional=True))
+    deadline_ms: int = setting(50, Int(1))
+    ring_slots: int = setting(2, Int(1))
+    serial: bool = setting(False, FLAG)
+    transport: str = setting("auto", Choice(("auto", "ipc", "shm", "p2p")))
 
-    @classmethod
-    def from_cfg(cls, node: Any, *, prefix: str = "gmi.async") -> AsyncSettings:
-        given = as_mapping(prefix, node)
-        check_known_keys(prefix, given, tuple(f.name for f in fields(cls)))
-        d = cls()
-        rho_bar = _check_float(f"{prefix}.rho_bar", given.get("rho_bar", d.rho_bar), low=1e-6)
-        c_bar = _check_float(f"{prefix}.c_bar", given.get("c_bar", d.c_bar), low=1e-6)
-        if c_bar > rho_bar:
+    def cross_check(self, prefix: str) -> None:
+        if self.c_bar > self.rho_bar:
             raise ConfigError(
-                f"{prefix}.c_bar", c_bar, f"must be <= gmi.async.rho_bar ({rho_bar:g}) (V-trace)"
+                f"{prefix}.c_bar",
+                self.c_bar,
+                f"must be <= {prefix}.rho_bar ({self.rho_bar:g}) (V-trace)",
             )
-        chunk = to_plain(given.get("chunk_steps", d.chunk_steps))
-        serial = to_plain(given.get("serial", d.serial))
-        if not isinstance(serial, bool):
-            raise ConfigError(f"{prefix}.serial", serial, "must be true or false")
-        return cls(
-            max_lag=check_int(f"{prefix}.max_lag", given.get("max_lag", d.max_lag), minimum=0),
-            min_actors=check_int(
-                f"{prefix}.min_actors", given.get("min_actors", d.min_actors), minimum=1
-            ),
-            rho_bar=rho_bar,
-            c_bar=c_bar,
-            anchor=check_choice(
-                f"{prefix}.anchor", given.get("anchor", d.anchor), ("proximal", "behaviour")
-            ),
-            chunk_steps=None
-            if chunk is None
-            else check_int(f"{prefix}.chunk_steps", chunk, minimum=1),
-            deadline_ms=check_int(
-                f"{prefix}.deadline_ms", given.get("deadline_ms", d.deadline_ms), minimum=1
-            ),
-            ring_slots=check_int(
-                f"{prefix}.ring_slots", given.get("ring_slots", d.ring_slots), minimum=1
-            ),
-            serial=serial,
-            transport=check_choice(
-                f"{prefix}.transport",
-                given.get("transport", d.transport),
-                ("auto", "ipc", "shm", "p2p"),
-            ),
-        )

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Literal, cast, get_args
+from dataclasses import dataclass
 
-from ._values import as_mapping, check_choice, check_flag, check_known_keys
-
-HandOffs = Literal["held", "bare"]
-HANDOFFS: tuple[HandOffs, ...] = get_args(HandOffs)
+from .schema import FLAG, Choice, Settings, setting
 
 
 @dataclass(frozen=True)
-class DebugSettings:
+class DebugSettings(Settings):
     """Validated ``gmi.debug.*``.
 
     Attributes:
@@ -29,25 +25,10 @@ class DebugSettings:
             Copies the weights before every minibatch: for diagnosis only.
     """
 
-    sync: bool = False
-    handoffs: HandOffs = "held"
-    trace_nonfinite: bool = False
-
-    @classmethod
-    def from_cfg(cls, node: Any, *, prefix: str = "gmi.debug") -> DebugSettings:
-        given = as_mapping(prefix, node)
-        check_known_keys(prefix, given, tuple(f.name for f in fields(cls)))
-        d = cls()
-        return cls(
-            sync=check_flag(f"{prefix}.sync", given.get("sync", d.sync)),
-            handoffs=cast(
-                HandOffs,
-                check_choice(f"{prefix}.handoffs", given.get("handoffs", d.handoffs), HANDOFFS),
-            ),
-            trace_nonfinite=check_flag(
-                f"{prefix}.trace_nonfinite", given.get("trace_nonfinite", d.trace_nonfinite)
-            ),
-        )
+    PREFIX = "gmi.debug"
+    sync: bool = setting(False, FLAG)
+    handoffs: str = setting("held", Choice(("held", "bare")))
+    trace_nonfinite: bool = setting(False, FLAG)
 
     @property
     def active(self) -> bool:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-from ._values import as_mapping, check_int, check_known_keys, to_plain
+from ._values import to_plain
 from .errors import ConfigError
+from .schema import FLAG, Int, Real, Settings, Text, setting
 
 AUTO = "auto"
 
@@ -19,18 +19,8 @@ def is_auto(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() == AUTO
 
 
-def _positive_float(key: str, value: Any) -> float:
-    constraint = "must be a number > 0"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(key, value, constraint)
-    number = float(value)
-    if not math.isfinite(number) or number <= 0:
-        raise ConfigError(key, value, constraint)
-    return number
-
-
 @dataclass(frozen=True)
-class PlanSettings:
+class PlanSettings(Settings):
     """``gmi.plan.*``.
 
     Attributes:
@@ -56,64 +46,27 @@ class PlanSettings:
             (``~/.cache/...`` without it).
     """
 
-    alpha: float = 0.1
-    budget_s: float = 900.0
-    epochs: int = 12
-    warmup_epochs: int = 3
-    timeout_s: int = 300
-    memory_mb: int | None = None
-    max_per_gpu: int | None = None
-    min_envs: int = 128
-    max_envs: int = 16384
-    replan: bool = False
-    cache_dir: str | None = None
+    PREFIX = "gmi.plan"
+    alpha: float = setting(0.1, Real(0.0, open_low=True))
+    budget_s: float = setting(900.0, Real(0.0, open_low=True))
+    epochs: int = setting(12, Int(2))
+    warmup_epochs: int = setting(3, Int(0))
+    timeout_s: int = setting(300, Int(1))
+    memory_mb: int | None = setting(None, Int(1, optional=True))
+    max_per_gpu: int | None = setting(None, Int(1, optional=True))
+    min_envs: int = setting(128, Int(1))
+    max_envs: int = setting(16384, Int(1))
+    replan: bool = setting(False, FLAG)
+    cache_dir: str | None = setting(None, Text(optional=True))
 
-    @classmethod
-    def from_cfg(cls, node: Any, *, prefix: str = "gmi.plan") -> PlanSettings:
-        """Build from the ``gmi.plan`` node; missing keys take defaults.
-
-        Raises:
-            ConfigError: naming ``<prefix>.<key>`` for an unknown key or a bad value.
-        """
-        given = as_mapping(prefix, node)
-        check_known_keys(prefix, given, tuple(f.name for f in fields(cls)))
-        d = cls()
-
-        def get(name: str) -> Any:
-            return given.get(name, getattr(d, name))
-
-        def optional_int(name: str, minimum: int) -> int | None:
-            value = get(name)
-            return None if value is None else check_int(f"{prefix}.{name}", value, minimum=minimum)
-
-        epochs = check_int(f"{prefix}.epochs", get("epochs"), minimum=2)
-        warmup = check_int(f"{prefix}.warmup_epochs", get("warmup_epochs"), minimum=0)
-        if warmup > epochs - 2:
+    def cross_check(self, prefix: str) -> None:
+        if self.warmup_epochs > self.epochs - 2:
             raise ConfigError(
                 f"{prefix}.warmup_epochs",
-                warmup,
-                f"must leave at least 2 measured epochs of the {epochs} (gmi.plan.epochs)",
+                self.warmup_epochs,
+                f"must leave at least 2 measured epochs of the {self.epochs} ({prefix}.epochs)",
             )
-        min_envs = check_int(f"{prefix}.min_envs", get("min_envs"), minimum=1)
-        max_envs = check_int(f"{prefix}.max_envs", get("max_envs"), minimum=1)
-        if max_envs < min_envs:
-            raise ConfigError(f"{prefix}.max_envs", max_envs, f"must be >= min_envs={min_envs}")
-        replan = to_plain(get("replan"))
-        if not isinstance(replan, bool):
-            raise ConfigError(f"{prefix}.replan", replan, "must be true or false")
-        cache_dir = to_plain(get("cache_dir"))
-        if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir.strip()):
-            raise ConfigError(f"{prefix}.cache_dir", cache_dir, "must be null or a folder")
-        return cls(
-            alpha=_positive_float(f"{prefix}.alpha", get("alpha")),
-            budget_s=_positive_float(f"{prefix}.budget_s", get("budget_s")),
-            epochs=epochs,
-            warmup_epochs=warmup,
-            timeout_s=check_int(f"{prefix}.timeout_s", get("timeout_s"), minimum=1),
-            memory_mb=optional_int("memory_mb", 1),
-            max_per_gpu=optional_int("max_per_gpu", 1),
-            min_envs=min_envs,
-            max_envs=max_envs,
-            replan=replan,
-            cache_dir=cache_dir,
-        )
+        if self.max_envs < self.min_envs:
+            raise ConfigError(
+                f"{prefix}.max_envs", self.max_envs, f"must be >= min_envs={self.min_envs}"
+            )

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._values import check_int, to_plain
+from ._values import to_plain
 from .errors import ConfigError, one_of
+from .schema import FLAG, Int, real
 
 _PREFIX = "task.task.randomization_params"
 NOISE_DISTRIBUTIONS = ("gaussian", "uniform")
@@ -50,7 +51,7 @@ _SIM_PARAMS = (("gravity",), ("rest_offset",))
 def _pair(key: str, value: Any) -> tuple[float, float]:
     value = to_plain(value)
     ok = isinstance(value, list | tuple) and len(value) == 2
-    ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    ok = ok and all(real(v) is not None for v in value)
     if not ok:
         raise ConfigError(key, value, "must be a pair of numbers [a, b]")
     return float(value[0]), float(value[1])
@@ -100,7 +101,7 @@ def _common(key: str, node: Any, allowed: tuple[str, ...], distributions: tuple[
         raise ConfigError(f"{key}.schedule", schedule, one_of(SCHEDULES))
     steps = 0
     if schedule is not None:
-        steps = check_int(f"{key}.schedule_steps", node.get("schedule_steps"), minimum=1)
+        steps = Int(1).check(f"{key}.schedule_steps", node.get("schedule_steps"))
     return node, distribution, operation, _pair(f"{key}.range", node["range"]), schedule, steps
 
 
@@ -158,10 +159,8 @@ class PropertySpec:
             raise ConfigError(f"{key}.range", list(rng), "loguniform needs 0 < low <= high")
         if distribution != "gaussian" and rng[0] > rng[1]:
             raise ConfigError(f"{key}.range", list(rng), f"{distribution} needs low <= high")
-        setup_only = node.get("setup_only", False)
-        if not isinstance(setup_only, bool):
-            raise ConfigError(f"{key}.setup_only", setup_only, "must be True or False")
-        buckets = check_int(f"{key}.num_buckets", node.get("num_buckets", 0), minimum=0)
+        setup_only = FLAG.check(f"{key}.setup_only", node.get("setup_only", False))
+        buckets = Int(0).check(f"{key}.num_buckets", node.get("num_buckets", 0))
         return cls(distribution, operation, rng, schedule, steps, setup_only, buckets)
 
     def scale(self, step: int) -> float:
@@ -199,10 +198,7 @@ class RandomizationSettings:
     def from_task_config(cls, task_config: Mapping[str, Any]) -> RandomizationSettings | None:
         """From the resolved ``task`` node; None when ``task.task.randomize`` is off."""
         task = to_plain(task_config.get("task")) or {}
-        randomize = task.get("randomize", False)
-        if not isinstance(randomize, bool):
-            raise ConfigError("task.task.randomize", randomize, "must be True or False")
-        if not randomize:
+        if not FLAG.check("task.task.randomize", task.get("randomize", False)):
             return None
         params = to_plain(task.get("randomization_params")) or {}
         if not isinstance(params, Mapping):
@@ -215,7 +211,7 @@ class RandomizationSettings:
             for name in ("observations", "actions")
             if params.get(name) is not None
         }
-        frequency = check_int(f"{_PREFIX}.frequency", params.get("frequency", 1), minimum=1)
+        frequency = Int(1).check(f"{_PREFIX}.frequency", params.get("frequency", 1))
         not_applied: list[str] = []
         gravity = _sim_params(params.get("sim_params"), not_applied)
         actors = _actor_params(params.get("actor_params"), not_applied)

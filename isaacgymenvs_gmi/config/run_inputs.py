@@ -14,6 +14,7 @@ from ._values import select
 from .errors import ConfigError
 from .paths import check_writable_folder
 from .ppo_values import check_epoch_limit
+from .schema import Flag
 
 _NAME = re.compile(r"^[A-Za-z0-9_.+=@,-]+$")  # letters, digits and a few safe punctuation marks
 # a run folder is the name plus rl-games' date suffix (``_26-11-14-05``): under 255 bytes
@@ -35,12 +36,6 @@ def check_name(key: str, value: Any) -> None:
         )
 
 
-def _flag(cfg: Any, key: str) -> None:
-    value = select(cfg, key)
-    if value is not None and not isinstance(value, bool):
-        raise ConfigError(key, value, "must be True or False")
-
-
 def check_run_inputs(cfg: Any) -> None:
     """Check the top-level keys of the composed config (raises :class:`ConfigError`)."""
     seed = select(cfg, "seed")
@@ -52,7 +47,7 @@ def check_run_inputs(cfg: Any) -> None:
     if iterations not in (None, ""):
         check_epoch_limit("max_iterations", iterations)
     for key in ("test", "torch_deterministic"):
-        _flag(cfg, key)
+        Flag(optional=True).check(key, select(cfg, key))
     experiment = select(cfg, "experiment")
     if experiment not in (None, ""):
         check_name("experiment", experiment)

@@ -10,8 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-from ._values import check_choice, select
+from ._values import select
 from .errors import ConfigError
+from .schema import Choice
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +94,8 @@ def resolve_sim_settings(
             devices.update({k: "cpu" for k in moved})
     sim_device = devices["sim_device"]
 
-    choice = check_choice("sim_backend", select(cfg, "sim_backend", "auto"), SIM_BACKEND_CHOICES)
-    impl = cast(MjxImpl, check_choice("mjx_impl", select(cfg, "mjx_impl", "jax"), MJX_IMPLS))
+    choice = Choice(SIM_BACKEND_CHOICES).check("sim_backend", select(cfg, "sim_backend", "auto"))
+    impl = cast(MjxImpl, Choice(MJX_IMPLS).check("mjx_impl", select(cfg, "mjx_impl", "jax")))
     jax_gpu = any(p in JAX_GPU_PLATFORMS for p in platforms)
     on_cuda = sim_device.startswith("cuda")
 

@@ -11,11 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._values import check_int
 from .errors import ConfigError
-from .ppo_values import check_number
-
-POSITIVE = (0.0, None, False, True)  # check_number's bounds: a finite number > 0
+from .ppo_values import POSITIVE
+from .schema import Int
 
 
 def _sections(task_config: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -46,12 +44,12 @@ class SimTiming:
         sim, env = _sections(task_config)
         if "dt" not in sim:
             raise ConfigError("task.sim.dt", None, "missing: the physics time step in seconds")
-        dt = check_number("task.sim.dt", sim["dt"], POSITIVE)
-        substeps = check_int("task.sim.substeps", sim.get("substeps", 1), minimum=1)
+        dt = POSITIVE.check("task.sim.dt", sim["dt"])
+        substeps = Int(1).check("task.sim.substeps", sim.get("substeps", 1))
         every = env.get("controlFrequencyInv", 1)
-        control = check_int("task.env.controlFrequencyInv", every, minimum=1)
+        control = Int(1).check("task.env.controlFrequencyInv", every)
         if "episodeLength" in env:
-            check_int("task.env.episodeLength", env["episodeLength"], minimum=1)
+            Int(1).check("task.env.episodeLength", env["episodeLength"])
         return cls(dt, substeps, control)
 
 
@@ -79,7 +77,7 @@ class TaskEnvSettings:
         """From the resolved ``task`` node (raises :class:`ConfigError` naming the key)."""
         _, env = _sections(task_config)
         return cls(
-            num_envs=check_int("task.env.numEnvs", env.get("numEnvs"), minimum=1),
+            num_envs=Int(1).check("task.env.numEnvs", env.get("numEnvs")),
             timing=SimTiming.from_task_config(task_config),
             clip_obs=_clip("task.env.clipObservations", env.get("clipObservations")),
             clip_actions=_clip("task.env.clipActions", env.get("clipActions")),
@@ -100,4 +98,4 @@ def _clip(key: str, value: Any) -> float:
     """A clip bound: a number > 0 (inf, or none given: not clipped)."""
     if value is None or value == math.inf:
         return math.inf
-    return check_number(key, value, POSITIVE)
+    return POSITIVE.check(key, value)

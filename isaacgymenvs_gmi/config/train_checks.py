@@ -13,8 +13,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ._values import check_int, to_plain
+from ._values import to_plain
 from .errors import ConfigError
+from .schema import Int
 
 _PREFIX = "train.params.config"
 _SUGGESTIONS = 6
@@ -42,17 +43,17 @@ def validate_train_config(
     actors = _num_envs(task_name, num_envs)
     config = _config_section(train_params)
 
-    horizon = check_int(f"{_PREFIX}.horizon_length", config.get("horizon_length"), minimum=1)
-    check_int(f"{_PREFIX}.mini_epochs", config.get("mini_epochs"), minimum=1)
+    horizon = Int(1).check(f"{_PREFIX}.horizon_length", config.get("horizon_length"))
+    Int(1).check(f"{_PREFIX}.mini_epochs", config.get("mini_epochs"))
     batch = horizon * actors * num_agents
 
     if config.get("minibatch_size") is not None:
         key = f"{_PREFIX}.minibatch_size"
-        minibatch = check_int(key, config["minibatch_size"], minimum=1)
+        minibatch = Int(1).check(key, config["minibatch_size"])
         given = minibatch
     elif config.get("minibatch_size_per_env") is not None:
         key = f"{_PREFIX}.minibatch_size_per_env"
-        given = check_int(key, config["minibatch_size_per_env"], minimum=1)
+        given = Int(1).check(key, config["minibatch_size_per_env"])
         minibatch = given * actors
     else:
         raise ConfigError(
@@ -83,7 +84,7 @@ def divisors_near(n: int, target: int, count: int) -> list[int]:
 
 def _num_envs(task_name: str, value: Any) -> int:
     try:
-        return check_int("task.env.numEnvs", value, minimum=1)
+        return Int(1).check("task.env.numEnvs", value)
     except ConfigError as err:
         raise ConfigError(
             "task.env.numEnvs",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._values import check_int, select
-from .errors import ConfigError
+from ._values import select
+from .schema import Int, Real
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,7 @@ class TrainSettings:
     def from_cfg(cls, cfg: Any) -> TrainSettings:
         """From the composed top-level config (raises :class:`ConfigError` naming the key)."""
         config = select(cfg, "train.params.config", {}) or {}
-        horizon = check_int(
-            "train.params.config.horizon_length", config.get("horizon_length"), minimum=1
-        )
+        horizon = Int(1).check("train.params.config.horizon_length", config.get("horizon_length"))
         return cls(
             horizon_length=horizon,
             torch_deterministic=bool(select(cfg, "torch_deterministic", False)),
@@ -55,9 +53,4 @@ class TrainSettings:
 
 
 def _sigma(value: Any) -> float | None:
-    if value is None or value == "":
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError("sigma", value, "must be empty or a number") from None
+    return Real(optional=True).check("sigma", value)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._values import select
-from .errors import ConfigError
 from .ignored import TOP_LEVEL_KEYS as ISAAC_GYM_ONLY
+from .schema import Flag
 
 HONOURED = (
     "task_name",
@@ -62,12 +62,7 @@ def upstream_key_handling(key: str) -> str:
 def pbt_enabled(cfg: Any) -> bool:
     """Whether ``pbt.enabled`` asks for population-based training (it must be a boolean or
     null)."""
-    enabled = select(cfg, "pbt.enabled", None)
-    if enabled is None:
-        return False
-    if not isinstance(enabled, bool):
-        raise ConfigError("pbt.enabled", enabled, "must be True or False")
-    return enabled
+    return bool(Flag(optional=True).check("pbt.enabled", select(cfg, "pbt.enabled")))
 
 
 def not_applied(cfg: Any, *, under_torchrun: bool, gmis: int, devices: int) -> list[str]:

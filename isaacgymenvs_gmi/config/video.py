@@ -11,27 +11,16 @@ by it), a negative length, and anything that is not an integer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from ._values import check_int, select
-from .errors import ConfigError
+from .schema import FLAG, Int, Settings, setting
 
 
 @dataclass(frozen=True)
-class VideoSettings:
+class VideoSettings(Settings):
     """``capture``: record env 0; a video of ``length`` env steps (0: until env 0's episode
     ends) starts every ``every`` env steps (at steps 0, every, 2 * every, ...) unless one is
     still being recorded, as upstream's step trigger has it."""
 
-    capture: bool = False
-    every: int = 1464
-    length: int = 100
-
-    @classmethod
-    def from_cfg(cls, cfg: Any) -> VideoSettings:
-        capture = select(cfg, "capture_video", False)
-        if not isinstance(capture, bool):
-            raise ConfigError("capture_video", capture, "must be True or False")
-        every = check_int("capture_video_freq", select(cfg, "capture_video_freq", 1464), minimum=1)
-        length = check_int("capture_video_len", select(cfg, "capture_video_len", 100), minimum=0)
-        return cls(capture, every, length)
+    capture: bool = setting(False, FLAG, key="capture_video")
+    every: int = setting(1464, Int(1), key="capture_video_freq")
+    length: int = setting(100, Int(0), key="capture_video_len")

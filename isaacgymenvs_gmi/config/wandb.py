@@ -14,6 +14,7 @@ from typing import Any
 
 from ._values import select, to_plain
 from .errors import ConfigError
+from .schema import FLAG
 
 INSTALL = "pip install -e '.[wandb]' (or pip install wandb==0.31.0)"
 
@@ -44,10 +45,7 @@ class WandbSettings:
     def from_cfg(cls, cfg: Any, installed: Callable[[], bool] | None = None) -> WandbSettings:
         """From the composed top-level config (raises :class:`ConfigError` naming the key);
         ``installed`` says whether wandb can be imported (default: look for it)."""
-        activate = select(cfg, "wandb_activate", False)
-        if not isinstance(activate, bool):
-            raise ConfigError("wandb_activate", activate, "must be True or False")
-        if not activate:
+        if not FLAG.check("wandb_activate", select(cfg, "wandb_activate", False)):
             return cls()
         if not (installed or wandb_installed)():
             raise ConfigError("wandb_activate", True, f"needs the wandb package: {INSTALL}")

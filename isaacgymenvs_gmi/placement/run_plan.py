@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from isaacgymenvs_gmi.config import GmiConfig, SimSettings, TrainSettings
-from isaacgymenvs_gmi.config.serve import ServeSettings
 from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
 from isaacgymenvs_gmi.config.video import VideoSettings
 from isaacgymenvs_gmi.config.wandb import WandbSettings
@@ -58,7 +57,6 @@ class RunPlan:
     checkpoint: str | None
     under_torchrun: bool = False  # ranks were started by torchrun, not by us
     dims: tuple[int, int, int] = (0, 0, 0)  # the task's (obs, states, actions) widths
-    serve: ServeSettings = ServeSettings()
     terms: ModeTerms = ModeTerms()  # what the mode asks of the run (survivable, pinned GMIs)
     task_modules: tuple[str, ...] = ()  # imported by every GMI: they register the user's tasks
     wandb: WandbSettings = WandbSettings()

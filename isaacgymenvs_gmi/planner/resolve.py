@@ -18,8 +18,9 @@ from typing import Any, TextIO
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from isaacgymenvs_gmi.config import ConfigError
-from isaacgymenvs_gmi.config._values import check_int, select
+from isaacgymenvs_gmi.config._values import select
 from isaacgymenvs_gmi.config.plan import PlanSettings, is_auto
+from isaacgymenvs_gmi.config.schema import Int
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.placement.cpu_sets import split_cores, usable_cores
 from isaacgymenvs_gmi.placement.inventory import Inventory, detect_inventory
@@ -92,10 +93,8 @@ def check_request(cfg: DictConfig) -> tuple[PlanSettings, Request, RunPlan]:
     if bool(select(cfg, "test", False)):
         raise ConfigError(key, "auto", "test=True plays in one process: nothing to search")
     train_config = select(cfg, "train.params.config", {}) or {}
-    horizon = check_int(
-        "train.params.config.horizon_length", train_config.get("horizon_length"), minimum=1
-    )
-    per_gpu = None if per_auto else check_int("gmi.per_gpu", select(cfg, "gmi.per_gpu"), minimum=1)
+    horizon = Int(1).check("train.params.config.horizon_length", train_config.get("horizon_length"))
+    per_gpu = None if per_auto else Int(1).check("gmi.per_gpu", select(cfg, "gmi.per_gpu"))
     envs = _reference_envs(cfg)
     minibatches = minibatches_of(train_config, horizon, envs) if mode.trains else None
     request = Request(
@@ -120,7 +119,7 @@ def _reference_envs(cfg: DictConfig) -> int:
     value = OmegaConf.select(probe, "task.env.numEnvs")
     if is_auto(value):
         raise ConfigError("task.env.numEnvs", "auto", "ask for the free search with num_envs=auto")
-    return check_int("task.env.numEnvs", value, minimum=1)
+    return Int(1).check("task.env.numEnvs", value)
 
 
 def choose(

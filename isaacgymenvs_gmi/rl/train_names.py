@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from isaacgymenvs_gmi.config.errors import ConfigError, one_of
+from isaacgymenvs_gmi.config.schema import FLAG, Real
 
 _PREFIX = "train.params"
 _MISSING = object()  # a key not there (None is a value rl-games would look up)
@@ -133,8 +134,8 @@ def _model_and_network(prefix: str, params: Mapping, models: Iterable, networks:
 def _switches(prefix: str, config: Mapping) -> None:
     for name in _SWITCHES:
         value = config.get(name)
-        if name in config and not isinstance(value, bool) and not _unresolved(value):
-            raise ConfigError(f"{prefix}.{name}", value, "must be true or false")
+        if name in config and not _unresolved(value):
+            FLAG.check(f"{prefix}.{name}", value)
 
 
 def _reward_shaper(key: str, shaper: Any) -> None:
@@ -152,12 +153,7 @@ def _reward_shaper(key: str, shaper: Any) -> None:
             raise ConfigError(f"{key}.{name}", value, f"unknown key: {one_of(params)}")
         if _unresolved(value):
             continue
-        flag = isinstance(params[name].default, bool)
-        ok = isinstance(value, bool) if flag else _is_number(value)
-        if not ok:
-            raise ConfigError(
-                f"{key}.{name}", value, f"must be {'true or false' if flag else 'a number'}"
-            )
+        (FLAG if isinstance(params[name].default, bool) else Real()).check(f"{key}.{name}", value)
 
 
 def _name(key: str, value: Any, allowed: Iterable[str], what: str) -> None:
@@ -207,10 +203,6 @@ def _at(node: Any, dotted: str) -> Any:
 
 def _unresolved(value: Any) -> bool:
     return isinstance(value, str) and value.startswith("${")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 _QUOTED_NAME = re.compile(r"""['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")

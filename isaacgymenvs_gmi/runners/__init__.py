@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from isaacgymenvs_gmi.config import ConfigError, GmiConfig
+from isaacgymenvs_gmi.config._values import select
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks, defer_torch_compiler
 
@@ -49,6 +50,7 @@ def chosen_mode(cfg: Any, name: str) -> Mode:
             ``gmi.mode``).
     """
     asked = mode_named(name)
+    _refuse_others_groups(cfg, asked)
     for mode in MODES.values():
         if mode.claim is None or not mode.claim.applies(cfg) or asked is mode:
             continue
@@ -63,6 +65,19 @@ def chosen_mode(cfg: Any, name: str) -> Mode:
             f"{mode.name}, or {claim.undo}",
         )
     return asked
+
+
+def _refuse_others_groups(cfg: Any, asked: Mode) -> None:
+    for mode in MODES.values():
+        given = select(cfg, mode.group) if mode.group and mode is not asked else None
+        for key, value in (given or {}).items():
+            if value not in (None, ""):
+                raise ConfigError(
+                    f"{mode.group}.{key}",
+                    value,
+                    f"is read only by gmi.mode={mode.name} ({mode.summary}); this run is "
+                    f"gmi.mode={asked.name}",
+                )
 
 
 def mode_of(plan: RunPlan) -> Mode:

@@ -110,6 +110,8 @@ class Mode:
             ``num_envs=auto``); empty where it can.
         rate: the ``RunResult.rates`` entry a planner trial of this mode maximises; empty for
             env steps/s over the trial's epochs.
+        group: the top-level config group only this mode reads (``serve``); a value set there
+            in another mode is refused, naming its key, as it would change nothing.
     """
 
     name: str
@@ -124,3 +126,4 @@ class Mode:
     claim: Claim | None = None
     not_searched: str = ""
     rate: str = ""
+    group: str = ""

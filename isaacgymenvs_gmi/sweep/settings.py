@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any
 
-from isaacgymenvs_gmi.config._values import (
-    as_mapping,
-    check_choice,
-    check_int,
-    check_known_keys,
-    check_percent,
-    to_plain,
-)
-from isaacgymenvs_gmi.config.errors import ConfigError
-from isaacgymenvs_gmi.config.plan import is_auto
+from isaacgymenvs_gmi.config._values import as_mapping, to_plain
+from isaacgymenvs_gmi.config.schema import Choice, Int, Real, Settings, parse, setting
 
 PREFIX = "hydra.launcher"
-Objective = Literal["best", "final"]
-OBJECTIVES: tuple[Objective, ...] = ("best", "final")
+OBJECTIVES = ("best", "final")
 _HYDRA_KEYS = ("_target_",)  # Hydra's own key in every launcher config
 
 
 @dataclass(frozen=True)
-class LauncherSettings:
+class LauncherSettings(Settings):
     """Validated ``hydra.launcher.*``.
 
     Attributes:
@@ -36,38 +27,15 @@ class LauncherSettings:
         live: the live table of running jobs: ``auto`` (on a terminal), ``on`` or ``off``.
     """
 
-    per_gpu: int | None = 2
-    objective: Objective = "best"
-    sm_percent: float | None = None
-    live: Literal["auto", "on", "off"] = "auto"
+    per_gpu: int | None = setting(2, Int(1, why="jobs per device", auto=True))
+    objective: str = setting("best", Choice(OBJECTIVES))
+    sm_percent: float | None = setting(None, Real(0.0, 100.0, open_low=True, optional=True))
+    live: str = setting("auto", Choice(("auto", "on", "off")))
 
     @classmethod
-    def from_cfg(cls, node: Any) -> LauncherSettings:
+    def from_cfg(cls, node: Any, *, prefix: str | None = None) -> LauncherSettings:
         given = {k: v for k, v in as_mapping(PREFIX, node).items() if k not in _HYDRA_KEYS}
-        check_known_keys(PREFIX, given, ("per_gpu", "objective", "sm_percent", "live"))
-        d = cls()
-        raw = to_plain(given.get("per_gpu", d.per_gpu))
-        per_gpu = None if is_auto(raw) else _per_gpu(raw)
-        percent = to_plain(given.get("sm_percent"))
-        live = to_plain(given.get("live", d.live))
-        live = {True: "on", False: "off"}.get(live, live) if isinstance(live, bool) else live
-        return cls(
-            per_gpu=per_gpu,
-            objective=cast(
-                Objective,
-                check_choice(
-                    f"{PREFIX}.objective", given.get("objective", d.objective), OBJECTIVES
-                ),
-            ),
-            sm_percent=None if percent is None else check_percent(f"{PREFIX}.sm_percent", percent),
-            live=cast(Any, check_choice(f"{PREFIX}.live", live, ("auto", "on", "off"))),
-        )
-
-
-def _per_gpu(value: Any) -> int:
-    try:
-        return check_int(f"{PREFIX}.per_gpu", value, minimum=1)
-    except ConfigError:
-        raise ConfigError(
-            f"{PREFIX}.per_gpu", value, "must be an integer >= 1 (jobs per device) or auto"
-        ) from None
+        live = to_plain(given.get("live"))
+        if isinstance(live, bool):  # YAML reads on/off as booleans
+            given["live"] = "on" if live else "off"
+        return parse(cls, given, PREFIX)

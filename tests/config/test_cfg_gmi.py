@@ -72,7 +72,7 @@ def test_from_dictconfig_with_list():
         ({"mode": 3}, "gmi.mode=3: must be the name of a mode"),  # which: the mode registry
         ({"comm": "nccl"}, "gmi.comm='nccl': must be one of 'auto', 'mpr', 'mrr', 'har'"),
         ({"intra_device": "nvlink"}, "gmi.intra_device='nvlink': must be one of 'auto', 'shm'"),
-        ({"sm_percent": 50}, "gmi.sm_percent=50: must be null or a list"),
+        ({"sm_percent": 50}, "gmi.sm_percent=50: must be null or a non-empty list"),
         ({"sm_percent": []}, "gmi.sm_percent=[]: must be null or a non-empty list"),
         ({"sm_percent": [50, 0]}, "gmi.sm_percent[1]=0: must be a number in (0, 100]"),
         ({"sm_percent": [101]}, "gmi.sm_percent[0]=101: must be a number in (0, 100]"),

@@ -144,13 +144,13 @@ def test_cartpole_mutation_with_overrides(compose_cfg):
     assert "task.env.headingWeight" not in settings.mutation
 
 
-def test_numeric_strings_are_converted(ant_pbt):
+def test_digit_strings_are_integers_and_a_quoted_real_is_text(ant_pbt):
     cfg = OmegaConf.create(OmegaConf.to_container(ant_pbt))
-    cfg.train.params.config.learning_rate = "1e-4"
     cfg.train.params.config.mini_epochs = "6"
-    settings = PbtSettings.from_cfg(cfg)
-    assert settings.initial["train.params.config.learning_rate"] == 1e-4
-    assert settings.initial["train.params.config.mini_epochs"] == 6
+    assert PbtSettings.from_cfg(cfg).initial["train.params.config.mini_epochs"] == 6
+    cfg.train.params.config.learning_rate = "1e-4"  # Hydra and YAML read 1e-4 as a number
+    with pytest.raises(ConfigError, match=r"^train\.params\.config\.learning_rate='1e-4': "):
+        PbtSettings.from_cfg(cfg)
 
 
 # --- refusals, each naming the key
@@ -164,8 +164,8 @@ def test_numeric_strings_are_converted(ant_pbt):
         ("policy_idx", True, r"pbt\.policy_idx=True: "),
         ("num_policies", 1, r"pbt\.num_policies=1: .*a population needs at least 2 policies"),
         ("num_policies", "x", r"pbt\.num_policies='x': "),
-        ("enabled", "yes", r"pbt\.enabled='yes': must be True or False"),
-        ("dbg_mode", 1, r"pbt\.dbg_mode=1: must be True or False"),
+        ("enabled", "yes", r"pbt\.enabled='yes': must be true or false"),
+        ("dbg_mode", 1, r"pbt\.dbg_mode=1: must be true or false"),
         ("interval_steps", 0, r"pbt\.interval_steps=0: must be an integer >= 1"),
         ("interval_steps", 1e7, r"pbt\.interval_steps=10000000\.0: must be an integer >= 1"),
         ("start_after", -1, r"pbt\.start_after=-1: must be an integer >= 0"),
@@ -177,9 +177,9 @@ def test_numeric_strings_are_converted(ant_pbt):
         ("replace_threshold_frac_std", -0.1, r"pbt\.replace_threshold_frac_std=-0\.1: .*>= 0"),
         ("replace_threshold_frac_absolute", float("inf"), r"pbt\.replace_threshold_frac_absol"),
         ("mutation_rate", 1.01, r"pbt\.mutation_rate=1\.01: must be a number in \[0, 1]"),
-        ("change_min", 0.9, r"pbt\.change_min=0\.9: must be a finite number in \[1, pbt\.change_m"),
+        ("change_min", 0.9, r"pbt\.change_min=0\.9: must be a number >= 1"),
         ("change_min", 2.0, r"pbt\.change_min=2\.0: .*\(pbt\.change_max=1\.5\)"),
-        ("change_max", 0.5, r"pbt\.change_max=0\.5: must be a finite number >= 1"),
+        ("change_max", 0.5, r"pbt\.change_max=0\.5: must be a number >= 1"),
         ("workspace", "", r"pbt\.workspace='': must be a folder name under train_dir"),
         ("workspace", "../elsewhere", r"pbt\.workspace='\.\./elsewhere': "),
         ("workspace", "/shared/../x", r"pbt\.workspace='/shared/\.\./x': "),
@@ -240,8 +240,8 @@ def test_keys_outside_the_mutated_groups_are_refused(ant_pbt, key):
     [
         ("mini_epochs", 2.5, "mutate_mini_epochs", "must be an integer >= 1"),
         ("mini_epochs", 0, "mutate_mini_epochs", "must be an integer >= 1"),
-        ("gamma", 1.0, "mutate_discount", "must be a number strictly between 0 and 1"),
-        ("gamma", 0, "mutate_discount", "must be a number strictly between 0 and 1"),
+        ("gamma", 1.0, "mutate_discount", "must be a number in (0, 1)"),
+        ("gamma", 0, "mutate_discount", "must be a number in (0, 1)"),
         ("e_clip", 0.0, "mutate_eps_clip", "must be a number > 0"),
         ("learning_rate", "fast", "mutate_float", "must be a finite number"),
         ("learning_rate", True, "mutate_float", "must be a finite number"),

@@ -85,7 +85,7 @@ def test_every_upstream_pbt_key_is_a_pbt_setting():
 def test_pbt_enabled_must_be_a_flag():
     assert pbt_enabled({"pbt": {"enabled": True}}) is True
     assert not pbt_enabled({"pbt": {"enabled": None}}) and not pbt_enabled({})
-    with pytest.raises(ConfigError, match=r"^pbt\.enabled='yes please': must be True or False"):
+    with pytest.raises(ConfigError, match=r"^pbt\.enabled='yes please': must be true or false"):
         pbt_enabled({"pbt": {"enabled": "yes please"}})
 
 

@@ -7,41 +7,29 @@ keys (``train.params.config.*``, ``task.env.*``) to the function that mutates ea
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
-from isaacgymenvs_gmi.config._values import (
-    as_mapping,
-    check_int,
-    check_known_keys,
-    select,
-    to_plain,
+from isaacgymenvs_gmi.config._values import as_mapping, select
+from isaacgymenvs_gmi.config.errors import ConfigError
+from isaacgymenvs_gmi.config.schema import (
+    FLAG,
+    INVALID,
+    Choice,
+    Flag,
+    Int,
+    Kind,
+    Real,
+    Settings,
+    Text,
+    keys,
+    parse,
+    setting,
 )
-from isaacgymenvs_gmi.config.errors import ConfigError, one_of
 from isaacgymenvs_gmi.config.upstream_switches import pbt_enabled
 
-PBT_KEYS = (
-    "enabled",
-    "policy_idx",
-    "num_policies",
-    "workspace",
-    "dbg_mode",
-    "interval_steps",
-    "start_after",
-    "initial_delay",
-    "replace_fraction_worst",
-    "replace_fraction_best",
-    "replace_threshold_frac_std",
-    "replace_threshold_frac_absolute",
-    "mutation_rate",
-    "change_min",
-    "change_max",
-    "mutation",
-)
 MUTATED_PREFIXES = ("train.params.config.", "task.env.")
 MUTATION_FUNCTIONS = (
     "mutate_float",
@@ -50,12 +38,54 @@ MUTATION_FUNCTIONS = (
     "mutate_mini_epochs",
     "mutate_discount",
 )
-
+# What each function can mutate (the rest: any finite number).
+_MUTABLE = {
+    "mutate_mini_epochs": Int(1),
+    "mutate_discount": Real(0.0, 1.0, open_low=True, open_high=True),
+    "mutate_eps_clip": Real(0.0, open_low=True),
+}
 _ABSENT = object()
+_FRACTION = Real(0.0, 1.0, open_low=True)
+_MEMBERS = "members are this run's GMIs (member i is GMI i): leave pbt.policy_idx at 0"
+_POPULATION = "null: one policy per GMI; a population needs at least 2 policies"
 
 
 @dataclass(frozen=True)
-class PbtSettings:
+class _Workspace(Text):
+    what: str = (
+        "a folder name under train_dir (e.g. pbt_workspace) or an absolute path (a folder "
+        "shared across nodes), without '..'"
+    )
+
+    def convert(self, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip() or value != value.strip():
+            return INVALID
+        parts = PurePath(value).parts
+        if ".." in parts or "\\" in value:
+            return INVALID
+        if not os.path.isabs(value) and (value.startswith("~") or parts == (".",)):
+            return INVALID
+        return value
+
+
+@dataclass(frozen=True)
+class _Mutations(Kind):
+    """``pbt.mutation``: dotted key -> the function that mutates it (in the config's order)."""
+
+    def check(self, key: str, value: Any) -> dict[str, str]:
+        mutation = {}
+        for name, function in as_mapping(key, value).items():
+            where = f"{key}.{name}"
+            if not isinstance(name, str) or not name.startswith(MUTATED_PREFIXES):
+                raise ConfigError(
+                    where, function, "only train.params.config.* and task.env.* keys are mutated"
+                )
+            mutation[name] = Choice(MUTATION_FUNCTIONS).check(where, function)
+        return mutation
+
+
+@dataclass(frozen=True)
+class PbtSettings(Settings):
     """Validated ``pbt.*`` of a run with ``pbt.enabled=True``.
 
     Attributes:
@@ -79,81 +109,49 @@ class PbtSettings:
             ``mutate_mini_epochs``, else a float).
     """
 
-    num_policies: int | None = None
-    workspace: str = "pbt_workspace"
-    dbg_mode: bool = False
-    interval_steps: int = 10_000_000
-    start_after: int = 10_000_000
-    initial_delay: int = 20_000_000
-    replace_fraction_worst: float = 0.125
-    replace_fraction_best: float = 0.3
-    replace_threshold_frac_std: float = 0.5
-    replace_threshold_frac_absolute: float = 0.05
-    mutation_rate: float = 0.15
-    change_min: float = 1.1
-    change_max: float = 1.5
-    mutation: dict[str, str] = field(default_factory=dict)
+    PREFIX = "pbt"
+    enabled: bool = setting(True, Flag(optional=True))  # settings exist only when it is
+    policy_idx: int | None = setting(0, Int(0, 0, optional=True, why=_MEMBERS))
+    num_policies: int | None = setting(None, Int(2, optional=True, why=_POPULATION))
+    workspace: str = setting("pbt_workspace", _Workspace())
+    dbg_mode: bool = setting(False, FLAG)
+    interval_steps: int = setting(10_000_000, Int(1))
+    start_after: int = setting(10_000_000, Int(0))
+    initial_delay: int = setting(20_000_000, Int(0))
+    replace_fraction_worst: float = setting(0.125, _FRACTION)
+    replace_fraction_best: float = setting(0.3, _FRACTION)
+    replace_threshold_frac_std: float = setting(0.5, Real(0.0))
+    replace_threshold_frac_absolute: float = setting(0.05, Real(0.0))
+    mutation_rate: float = setting(0.15, Real(0.0, 1.0))
+    change_min: float = setting(1.1, Real(1.0))
+    change_max: float = setting(1.5, Real(1.0))
+    mutation: dict[str, str] = setting({}, _Mutations())
     initial: dict[str, float | int] = field(default_factory=dict)
 
     @classmethod
-    def from_cfg(cls, cfg: Any) -> PbtSettings | None:
+    def from_cfg(cls, cfg: Any, *, prefix: str | None = None) -> PbtSettings | None:
         """From the run's whole composed config; ``None`` when it has no ``pbt`` group or
         ``pbt.enabled`` is False or null.
 
         Raises:
             ConfigError: naming ``pbt.<key>`` (``pbt.mutation.<dotted key>`` for a mutation
-                entry) for an unknown key or a bad value.
+                entry, the mutated key for a value its function cannot mutate) for an unknown
+                key or a bad value.
         """
         if not pbt_enabled(cfg):
             return None
-        given = as_mapping("pbt", select(cfg, "pbt"))
-        check_known_keys("pbt", given, PBT_KEYS)
-        defaults = cls()
+        settings = parse(cls, select(cfg, cls.PREFIX), cls.PREFIX)
+        initial = {key: _initial(cfg, key, fn) for key, fn in settings.mutation.items()}
+        return replace(settings, initial=initial)
 
-        def get(name: str) -> Any:
-            return to_plain(given.get(name, getattr(defaults, name, None)))
-
-        policy_idx = get("policy_idx")
-        if policy_idx is not None and (type(policy_idx) is not int or policy_idx != 0):
+    def cross_check(self, prefix: str) -> None:
+        if self.change_min > self.change_max:
             raise ConfigError(
-                "pbt.policy_idx",
-                policy_idx,
-                "members are this run's GMIs (member i is GMI i): leave pbt.policy_idx at 0",
+                f"{prefix}.change_min",
+                self.change_min,
+                f"must be a number in [1, {prefix}.change_max] ({prefix}.change_max="
+                f"{self.change_max:g})",
             )
-        change_max = _number("pbt.change_max", get("change_max"), "must be a finite number >= 1")
-        if change_max < 1:
-            raise ConfigError("pbt.change_max", get("change_max"), "must be a finite number >= 1")
-        change_min = _number(
-            "pbt.change_min",
-            get("change_min"),
-            f"must be a finite number in [1, pbt.change_max] (pbt.change_max={change_max:g})",
-            low=1.0,
-            high=change_max,
-        )
-        mutation, initial = _mutations(cfg, given.get("mutation"))
-        return cls(
-            num_policies=_num_policies(get("num_policies")),
-            workspace=_workspace(get("workspace")),
-            dbg_mode=_flag("pbt.dbg_mode", get("dbg_mode")),
-            interval_steps=check_int("pbt.interval_steps", get("interval_steps"), minimum=1),
-            start_after=check_int("pbt.start_after", get("start_after"), minimum=0),
-            initial_delay=check_int("pbt.initial_delay", get("initial_delay"), minimum=0),
-            replace_fraction_worst=_fraction("replace_fraction_worst", get),
-            replace_fraction_best=_fraction("replace_fraction_best", get),
-            replace_threshold_frac_std=_threshold("replace_threshold_frac_std", get),
-            replace_threshold_frac_absolute=_threshold("replace_threshold_frac_absolute", get),
-            mutation_rate=_number(
-                "pbt.mutation_rate",
-                get("mutation_rate"),
-                "must be a number in [0, 1]",
-                low=0.0,
-                high=1.0,
-            ),
-            change_min=change_min,
-            change_max=change_max,
-            mutation=mutation,
-            initial=initial,
-        )
 
     @property
     def selection_fields(self) -> dict[str, float]:
@@ -187,134 +185,23 @@ def _percent(fraction: float) -> str:
     return f"{100 * fraction:g}%"
 
 
-def _flag(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(key, value, "must be True or False")
-    return value
-
-
-def _number(
-    key: str,
-    value: Any,
-    constraint: str,
-    *,
-    low: float = -math.inf,
-    high: float = math.inf,
-    open_low: bool = False,
-    open_high: bool = False,
-) -> float:
-    """A finite real number within the bounds; numeric strings ("1e-4") are accepted."""
-    number = _as_float(value)
-    if (
-        number is None
-        or not math.isfinite(number)
-        or number < low
-        or number > high
-        or (open_low and number == low)
-        or (open_high and number == high)
-    ):
-        raise ConfigError(key, value, constraint)
-    return number
-
-
-def _as_float(value: Any) -> float | None:
-    """``value`` as a float when it is a real number or a numeric string, else ``None``."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _fraction(name: str, get: Callable[[str], Any]) -> float:
-    return _number(
-        f"pbt.{name}", get(name), "must be a number in (0, 1]", low=0.0, high=1.0, open_low=True
-    )
-
-
-def _threshold(name: str, get: Callable[[str], Any]) -> float:
-    return _number(f"pbt.{name}", get(name), "must be a finite number >= 0", low=0.0)
-
-
-def _num_policies(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        return check_int("pbt.num_policies", value, minimum=2)
-    except ConfigError:
+def _initial(cfg: Any, key: str, function: str) -> float | int:
+    """The mutated key's starting value in the composed config, checked for what ``function``
+    can mutate; an error names the key itself (where the value is), and the mutation entry."""
+    value = select(cfg, key, _ABSENT)
+    if value is _ABSENT:
+        task = select(cfg, "task_name", None) or select(cfg, "task.name", None)
         raise ConfigError(
-            "pbt.num_policies",
-            value,
-            "must be null (one policy per GMI) or an integer >= 2: a population needs at "
-            "least 2 policies",
-        ) from None
-
-
-def _workspace(value: Any) -> str:
-    constraint = (
-        "must be a folder name under train_dir (e.g. pbt_workspace) or an absolute path "
-        "(a folder shared across nodes), without '..'"
-    )
-    if not isinstance(value, str) or not value.strip() or value != value.strip():
-        raise ConfigError("pbt.workspace", value, constraint)
-    parts = PurePath(value).parts
-    if ".." in parts or "\\" in value:
-        raise ConfigError("pbt.workspace", value, constraint)
-    if not os.path.isabs(value) and (value.startswith("~") or parts == (".",)):
-        raise ConfigError("pbt.workspace", value, constraint)
-    return value
-
-
-def _mutations(cfg: Any, node: Any) -> tuple[dict[str, str], dict[str, float | int]]:
-    """``pbt.mutation`` checked against the composed config: key -> function, key -> value."""
-    mutation, initial = {}, {}
-    for key, function in as_mapping("pbt.mutation", node).items():
-        where = f"pbt.mutation.{key}"
-        if not isinstance(key, str) or not key.startswith(MUTATED_PREFIXES):
-            raise ConfigError(
-                where,
-                function,
-                "only train.params.config.* and task.env.* keys are mutated",
-            )
-        if function not in MUTATION_FUNCTIONS:
-            raise ConfigError(where, function, one_of(MUTATION_FUNCTIONS))
-        value = select(cfg, key, _ABSENT)
-        if value is _ABSENT:
-            task = select(cfg, "task_name", None) or select(cfg, "task.name", None)
-            raise ConfigError(
-                where,
-                function,
-                f"no such key in the composed config (task {task} / train config)",
-            )
-        mutation[key] = function
-        initial[key] = _initial(key, function, value)
-    return mutation, initial
-
-
-def _initial(key: str, function: str, value: Any) -> float | int:
-    """The mutated key's starting value, checked for what ``function`` can mutate; an error
-    names the key itself (where the value is), and the mutation entry."""
-    entry = f"mutated by {function} (pbt.mutation.{key})"
-    if function == "mutate_mini_epochs":
-        try:
-            return check_int(key, value, minimum=1)
-        except ConfigError:
-            raise ConfigError(key, value, f"{entry}: must be an integer >= 1") from None
-    if function == "mutate_discount":
-        return _number(
-            key,
-            value,
-            f"{entry}: must be a number strictly between 0 and 1",
-            low=0.0,
-            high=1.0,
-            open_low=True,
-            open_high=True,
+            f"pbt.mutation.{key}",
+            function,
+            f"no such key in the composed config (task {task} / train config)",
         )
-    if function == "mutate_eps_clip":
-        return _number(key, value, f"{entry}: must be a number > 0", low=0.0, open_low=True)
-    return _number(key, value, f"{entry}: must be a finite number")
+    kind = _MUTABLE.get(function, Real())
+    try:
+        return kind.check(key, value)
+    except ConfigError:
+        entry = f"mutated by {function} (pbt.mutation.{key})"
+        raise ConfigError(key, value, f"{entry}: {kind.text()}") from None
+
+
+PBT_KEYS = keys(PbtSettings)

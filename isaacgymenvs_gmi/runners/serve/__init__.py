@@ -4,6 +4,7 @@ from isaacgymenvs_gmi.runners.mode import Mode, ModeFacts, ModeTerms
 from isaacgymenvs_gmi.runners.shared.actor_checks import check_actor_config
 
 from .body import run_serve
+from .settings import ServeSettings
 
 
 def _check_serve(facts: ModeFacts) -> ModeTerms:
@@ -18,7 +19,9 @@ MODE = Mode(
     check=_check_serve,
     trains=False,
     independent_gmis=True,
-    rate="pps",  # predictions/s, measured by the run after its own warm-up
+    rate="pps",
+    settings=ServeSettings.from_cfg,
+    group=ServeSettings.PREFIX,  # predictions/s, measured by the run after its own warm-up
 )
 
 __all__ = ["MODE", "run_serve"]

@@ -24,6 +24,7 @@ from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
 
 from .played import Played, summary_lines
+from .settings import ServeSettings
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 10.0
@@ -46,8 +47,8 @@ def run_serve(ctx: GmiContext) -> RunResult | None:
     total = Played.merge(everyone)
     for line in summary_lines(everyone, plan.num_envs, total):
         say(line)
-    if plan.serve.record:
-        _merge_recording(plan.serve.record, len(everyone), total)
+    if _settings(plan).record:
+        _merge_recording(_settings(plan).record, len(everyone), total)
     return RunResult(
         mean_reward=total.mean_reward,
         mean_length=total.mean_length,
@@ -56,6 +57,10 @@ def run_serve(ctx: GmiContext) -> RunResult | None:
         stopped_by=total.stopped_by or None,
         rates={"pps": total.pps},
     )
+
+
+def _settings(plan) -> ServeSettings:
+    return plan.mode_settings or ServeSettings()
 
 
 def _serve(ctx: GmiContext, scratch: str) -> Played:
@@ -78,14 +83,14 @@ def _serve(ctx: GmiContext, scratch: str) -> Played:
         actor.board.publish(flatten(actor.modules), version)
         carried = tuple(k for k in kinds_of(plan) if k.row_bytes)
         collector = Collector([rank], [route], carried)
-        steps = plan.serve.steps or int(env.max_episode_length)
+        steps = _settings(plan).steps or int(env.max_episode_length)
         chunks = math.ceil(steps / actor.dispenser.chunk_steps)
         if rank == 0:
             source = plan.checkpoint or "the initial policy"
             say(
                 f"serving {source} (policy version {version}) on every GMI: "
                 f"{chunks * actor.dispenser.chunk_steps} steps x {plan.num_envs} envs each"
-                + (f", recording to {plan.serve.record}" if plan.serve.record else "")
+                + (f", recording to {_settings(plan).record}" if _settings(plan).record else "")
             )
         with _recorder(ctx, carried, version) as recorder:
             return _play(ctx, actor, collector, recorder, chunks)
@@ -99,7 +104,7 @@ def _recorder(ctx: GmiContext, carried, version: int):
     from .sink import recorder_kinds
 
     plan = ctx.plan
-    if not plan.serve.record:
+    if not _settings(plan).record:
         return contextlib.nullcontext()
     meta = {
         "task": plan.task_name,
@@ -111,7 +116,7 @@ def _recorder(ctx: GmiContext, carried, version: int):
         "obs": "as the policy saw them, before its normalisation",
     }
     return ExperienceRecorder(
-        plan.serve.record,
+        _settings(plan).record,
         gmi=ctx.rank,
         num_envs=plan.num_envs,
         kinds=recorder_kinds(carried),

@@ -4,16 +4,24 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-from ._values import as_mapping, check_int, check_known_keys, to_plain
-from .errors import ConfigError
-from .paths import check_writable_folder
+from isaacgymenvs_gmi.config._values import select
+from isaacgymenvs_gmi.config.errors import ConfigError
+from isaacgymenvs_gmi.config.paths import check_writable_folder
+from isaacgymenvs_gmi.config.schema import Int, Settings, Text, parse, setting
 
 
 @dataclass(frozen=True)
-class ServeSettings:
+class _RecordFolder(Text):
+    def check(self, key: str, value: Any) -> Any:
+        folder = super().check(key, value)
+        return None if folder is None else check_record_folder(key, folder)
+
+
+@dataclass(frozen=True)
+class ServeSettings(Settings):
     """``serve.*``: what a serving run (``gmi.mode=serve``) plays and records.
 
     Attributes:
@@ -22,23 +30,15 @@ class ServeSettings:
             see :mod:`isaacgymenvs_gmi.channels.recording`); ``None`` records nothing.
     """
 
-    steps: int | None = None
-    record: str | None = None
+    steps: int | None = setting(None, Int(1, optional=True))
+    record: str | None = setting(None, _RecordFolder(optional=True))
+
+    PREFIX = "serve"
 
     @classmethod
-    def from_cfg(cls, cfg: Any, *, prefix: str = "serve") -> ServeSettings:
+    def from_cfg(cls, cfg: Any, *, prefix: str | None = None) -> ServeSettings:
         """From the run's whole config (its ``serve`` group, when it has one)."""
-        node = cfg.get(prefix) if hasattr(cfg, "get") else None
-        given = as_mapping(prefix, node)
-        check_known_keys(prefix, given, tuple(f.name for f in fields(cls)))
-        steps = to_plain(given.get("steps"))
-        record = to_plain(given.get("record"))
-        if record not in ("", None):
-            record = check_record_folder(f"{prefix}.record", record)
-        return cls(
-            steps=None if steps in (None, "") else check_int(f"{prefix}.steps", steps, minimum=1),
-            record=record or None,
-        )
+        return parse(cls, select(cfg, cls.PREFIX), cls.PREFIX)
 
 
 def check_record_folder(key: str, value: Any) -> str:

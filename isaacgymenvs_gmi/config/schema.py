@@ -1,0 +1,288 @@
+"""One declarative schema for settings: each field of a frozen dataclass says what its key takes,
+and :func:`parse` builds the dataclass from a config node, refusing a bad value with a
+:class:`ConfigError` naming the key::
+
+    @dataclass(frozen=True)
+    class PlanSettings(Settings):
+        PREFIX = "gmi.plan"
+        alpha: float = setting(0.1, Real(0.0, open_low=True))
+        replan: bool = setting(False, FLAG)
+
+    plan = PlanSettings.from_cfg(cfg.gmi.plan)  # or parse(PlanSettings, node, "gmi.plan")
+
+The rules, decided here once:
+
+- a real number is an int or a float, and finite. Not a bool, and not a string: Hydra's command
+  line and YAML already read ``1e-4``, ``.5`` and ``3e2`` as numbers, so a quoted number is text,
+  and the keys passed on to rl-games would reach it as text;
+- an integer is an int or a string of digits (an interpolation can leave one); not a bool, and
+  not a float;
+- a flag is ``true`` or ``false``;
+- a choice is matched case-insensitively and returned in its canonical spelling;
+- an optional key given empty (``key=`` on the command line) is null.
+
+Rules between fields (``c_bar <= rho_bar``) are a settings class's ``cross_check``, run after
+each field is checked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from ._values import as_mapping, check_known_keys, select, to_plain
+from .errors import ConfigError, one_of
+
+T = TypeVar("T")
+_KIND = "kind"
+_KEY = "key"
+INVALID = object()  # what a kind's convert() returns for a value it does not take
+_ABSENT = object()
+
+
+class Kind:
+    """What one key takes. ``check(key, value)`` returns the typed value or raises."""
+
+    optional: bool = False
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+    def convert(self, value: Any) -> Any:
+        """The typed value, or :data:`INVALID`."""
+        raise NotImplementedError
+
+    def check(self, key: str, value: Any) -> Any:
+        value = to_plain(value)
+        if value in (None, "") and self.optional:
+            return None
+        typed = self.convert(value)
+        if typed is INVALID:
+            raise ConfigError(key, value, self.text())
+        return typed
+
+
+@dataclass(frozen=True)
+class Int(Kind):
+    """An integer in ``[minimum, maximum]``; ``why`` is added to the message in brackets;
+    ``auto``: the string ``auto`` is also taken, as ``None``."""
+
+    minimum: int = 0
+    maximum: int | None = None
+    optional: bool = False
+    why: str = ""
+    auto: bool = False
+
+    def text(self) -> str:
+        span = (
+            f">= {self.minimum}" if self.maximum is None else f"in [{self.minimum}, {self.maximum}]"
+        )
+        return (
+            f"must be an integer {span}"
+            + (f" ({self.why})" if self.why else "")
+            + (" or auto" if self.auto else "")
+        )
+
+    def convert(self, value: Any) -> Any:
+        if self.auto and isinstance(value, str) and value.strip().lower() == "auto":
+            return None
+        number = integer(value)
+        if number is None or number < self.minimum:
+            return INVALID
+        return INVALID if self.maximum is not None and number > self.maximum else number
+
+
+@dataclass(frozen=True)
+class Real(Kind):
+    """A finite real number within the bounds (``open_*``: that end excluded)."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False
+    open_high: bool = False
+    optional: bool = False
+
+    def text(self) -> str:
+        if self.low == -math.inf and self.high == math.inf:
+            return "must be a finite number"
+        if self.high == math.inf:
+            return f"must be a number {'>' if self.open_low else '>='} {self.low:g}"
+        if self.low == -math.inf:
+            return f"must be a number {'<' if self.open_high else '<='} {self.high:g}"
+        left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+        return f"must be a number in {left}{self.low:g}, {self.high:g}{right}"
+
+    def convert(self, value: Any) -> Any:
+        number = real(value)
+        if number is None or number < self.low or number > self.high:
+            return INVALID
+        if (self.open_low and number == self.low) or (self.open_high and number == self.high):
+            return INVALID
+        return number
+
+
+@dataclass(frozen=True)
+class Flag(Kind):
+    """``true`` or ``false``."""
+
+    optional: bool = False
+
+    def text(self) -> str:
+        return "must be true or false"
+
+    def convert(self, value: Any) -> Any:
+        return value if isinstance(value, bool) else INVALID
+
+
+FLAG = Flag()
+
+
+@dataclass(frozen=True)
+class Choice(Kind):
+    """One of ``allowed``, matched case-insensitively; the canonical spelling is returned."""
+
+    allowed: tuple[str, ...] = ()
+    optional: bool = False
+
+    def text(self) -> str:
+        return one_of(self.allowed)
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, str):
+            for choice in self.allowed:
+                if choice.lower() == value.strip().lower():
+                    return choice
+        return INVALID
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    """A non-empty string (a folder, a name); ``what`` says which, for the message;
+    ``lower``: returned stripped and lower-cased."""
+
+    what: str = "a folder"
+    optional: bool = False
+    lower: bool = False
+
+    def text(self) -> str:
+        return f"must be {'null or ' if self.optional else ''}{self.what}"
+
+    def convert(self, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            return INVALID
+        return value.strip().lower() if self.lower else value
+
+
+@dataclass(frozen=True)
+class Many(Kind):
+    """A non-empty list of ``each`` (a tuple), or null when ``optional``; an item's error names
+    ``key[i]``."""
+
+    each: Kind = field(default_factory=lambda: Real())
+    optional: bool = False
+    what: str = "numbers"
+
+    def text(self) -> str:
+        each = self.each.text().removeprefix("must be a number ")
+        return (
+            f"must be {'null or ' if self.optional else ''}a non-empty list of {self.what} {each}"
+        )
+
+    def check(self, key: str, value: Any) -> Any:
+        value = to_plain(value)
+        if value in (None, "") and self.optional:
+            return None
+        if not isinstance(value, list | tuple) or not value:
+            raise ConfigError(key, value, self.text())
+        return tuple(self.each.check(f"{key}[{i}]", item) for i, item in enumerate(value))
+
+
+@dataclass(frozen=True)
+class Nested(Kind):
+    """A group of settings: another schema dataclass, parsed under ``key``."""
+
+    settings: type = object
+
+    def check(self, key: str, value: Any) -> Any:
+        return parse(self.settings, value, key)
+
+
+class Settings:
+    """Base of a schema dataclass: ``from_cfg`` parses it under its ``PREFIX``."""
+
+    PREFIX: ClassVar[str] = ""
+
+    @classmethod
+    def from_cfg(cls: type[T], node: Any, *, prefix: str | None = None) -> T:
+        """Build from the group's node; missing keys take defaults (ConfigError naming the key
+        for an unknown key or a bad value)."""
+        return parse(cls, node, cls.PREFIX if prefix is None else prefix)  # type: ignore[attr-defined]
+
+    def cross_check(self, prefix: str) -> None:
+        """Refuse a combination of fields (each is checked already); nothing by default."""
+
+
+def integer(value: Any) -> int | None:
+    """``value`` as an int under the integer rule (see the module), else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def real(value: Any) -> float | None:
+    """``value`` as a float under the real-number rule (see the module), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def setting(default: Any, kind: Kind, *, key: str = "") -> Any:
+    """A dataclass field that :func:`parse` fills: its default and what it takes; ``key``: the
+    config key when it is not the field's name (a trailing ``_`` is dropped from names)."""
+    metadata = {_KIND: kind, _KEY: key}
+    if isinstance(default, dict | list):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def nested(settings: type) -> Any:
+    """A field holding a group of settings (its defaults unless given)."""
+    return field(default_factory=settings, metadata={_KIND: Nested(settings=settings), _KEY: ""})
+
+
+def _key(f: Field) -> str:
+    return f.metadata[_KEY] or f.name.rstrip("_")
+
+
+def keys(cls: type) -> tuple[str, ...]:
+    """The config keys a settings class reads, in its order."""
+    return tuple(_key(f) for f in fields(cls) if _KIND in f.metadata)
+
+
+def parse(cls: type[T], node: Any, prefix: str = "") -> T:
+    """Build ``cls`` from ``node`` (a DictConfig or a mapping); a key not given takes its
+    default. Under a ``prefix`` (a group) every key must be one of ``cls``'s; without one,
+    ``node`` is the whole config and only ``cls``'s keys (dotted keys allowed) are read.
+
+    Raises:
+        ConfigError: naming ``<prefix>.<key>`` for an unknown key or a bad value.
+    """
+    specs = [f for f in fields(cls) if _KIND in f.metadata]  # type: ignore[arg-type]
+    if prefix:
+        node = as_mapping(prefix, node)
+        check_known_keys(prefix, node, keys(cls))
+    values = {}
+    for f in specs:
+        raw = select(node, _key(f), _ABSENT)
+        if raw is not _ABSENT:
+            full = f"{prefix}.{_key(f)}" if prefix else _key(f)
+            values[f.name] = f.metadata[_KIND].check(full, raw)
+    settings = cls(**values)
+    if isinstance(settings, Settings):
+        settings.cross_check(prefix)
+    return settings
