@@ -9,6 +9,7 @@ INSTALL_REQUIRES = [
     "omegaconf==2.3.0",
     "jax==0.10.2",
     "jaxlib==0.10.2",
+    "flatbuffers==25.12.19",  # jax.export's serialization (sim/stored_programs.py)
     "mujoco==3.17.0",
     "mujoco-mjx==3.17.0",
     "nvidia-ml-py==13.615.71",

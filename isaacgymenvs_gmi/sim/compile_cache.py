@@ -101,26 +101,24 @@ def _jax_update(name: str, value) -> None:
 class CompileCounts:
     """Programs this process asked XLA for: ``loaded`` from the persistent cache, ``compiled``
     through it (and written), and ``uncached``: compiled outside it (no cache set, or a program
-    JAX cannot cache, e.g. one with host callbacks); and the programs kept whole
-    (:mod:`.stored_programs`): ``loaded_whole``, not even traced, and ``compiled_whole``
-    (compiled outside JAX's cache, then kept; counted as compiled)."""
+    JAX cannot cache, e.g. one with host callbacks); and the stored programs
+    (:mod:`.stored_programs`): ``loaded_whole``, not even lowered."""
 
     requests: int = 0
     loaded: int = 0
     backend_compiles: int = 0
     loaded_whole: int = 0
-    compiled_whole: int = 0
 
     @property
     def compiled(self) -> int:
-        return self.requests - self.loaded + self.compiled_whole
+        return self.requests - self.loaded
 
     @property
     def uncached(self) -> int:  # XLA times every program it hands out, cache hits included
-        return max(self.backend_compiles - self.requests - self.compiled_whole, 0)
+        return max(self.backend_compiles - self.requests, 0)
 
     def describe(self) -> str:
-        whole = f"{self.loaded_whole} loaded whole (not traced), " if self.loaded_whole else ""
+        whole = f"{self.loaded_whole} loaded whole (not lowered), " if self.loaded_whole else ""
         line = (
             f"XLA programs: {whole}{self.loaded} loaded from the compile cache, "
             f"{self.compiled} compiled"

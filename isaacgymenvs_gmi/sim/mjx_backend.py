@@ -4,6 +4,7 @@ resets fused into one jitted JAX function per env step, resident on the JAX devi
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from typing import Literal
 
@@ -40,7 +41,7 @@ class MjxBackend(PhysicsBackend):
         logic_key: bytes | None = None,
     ):
         """``logic_key``: bytes naming everything ``logic`` was built from (the task config);
-        with it, the programs are kept whole in the compile cache (:mod:`.stored_programs`)."""
+        with it, the programs are stored in the compile cache (:mod:`.stored_programs`)."""
         mjx = import_mjx()
         self.logic = logic
         self.device = device or jax.devices()[0]
@@ -50,13 +51,14 @@ class MjxBackend(PhysicsBackend):
         key = None
         if logic_key is not None:
             key = b"|".join((logic_key, _model_bytes(device_model), f"{impl} {nstep} {n}".encode()))
-        jit = _programs(key, type(logic.task))
+        tasks = tuple(dict.fromkeys(c.__module__ for c in type(logic.task).__mro__[:-1]))
+        jit = functools.partial(stored_jit, key=key, code_of=tasks, platform=self.device.platform)
 
         def blank_worlds():
             return jax.vmap(lambda _: mjx.make_data(self._mx, impl=impl))(jnp.arange(n))
 
         with jax.default_device(self.device):
-            self._data = jit("mjx_blank_worlds", blank_worlds)()
+            self._data = jit(blank_worlds, name="mjx_blank_worlds")()
         self._seed = seed
         self._bufs: EnvBuffers | None = None
         mx = self._mx
@@ -100,10 +102,14 @@ class MjxBackend(PhysicsBackend):
             everyone = jnp.ones((n,), bool)
             return load(data, everyone, reset.qpos, reset.qvel), bufs, obs
 
-        self._fused_step = jit("mjx_step", fused_step, donate_argnums=(0, 1))
-        self._refill = jit("mjx_refill", logic.refill, donate_argnums=(0,))
-        self._start = jit("mjx_start", start, donate_argnums=(0,))
-        self._load = jit("mjx_load", load, donate_argnums=(0,))
+        # out_like: the outputs' structure without tracing (the step's takes seconds)
+        step_like, same = (lambda data, bufs, *_: (data, bufs, 0)), (lambda x, *_: x)
+        self._fused_step = jit(
+            fused_step, name="mjx_step", donate_argnums=(0, 1), out_like=step_like
+        )
+        self._refill = jit(logic.refill, name="mjx_refill", donate_argnums=(0,), out_like=same)
+        self._start = jit(start, name="mjx_start", donate_argnums=(0,))
+        self._load = jit(load, name="mjx_load", donate_argnums=(0,), out_like=same)
 
     def reset(self) -> jax.Array:
         key = jax.device_put(jax.random.PRNGKey(self._seed), self.device)
@@ -149,18 +155,6 @@ class MjxBackend(PhysicsBackend):
 
     def close(self) -> None:
         self._data = None
-
-
-def _programs(key: bytes | None, task_cls: type):
-    """``jit(name, fn, donate_argnums=())``: kept whole under ``key`` where there is one."""
-    if key is None:
-        return lambda name, fn, donate_argnums=(): jax.jit(fn, donate_argnums=donate_argnums)
-    code_of = tuple(dict.fromkeys(c.__module__ for c in task_cls.__mro__ if c is not object))
-
-    def jit(name: str, fn, donate_argnums=()):
-        return stored_jit(fn, name=name, key=key, code_of=code_of, donate_argnums=donate_argnums)
-
-    return jit
 
 
 def _model_bytes(model: mujoco.MjModel) -> bytes:

@@ -1,24 +1,25 @@
-"""Whole compiled programs kept beside the compile cache, loaded without tracing.
+"""Programs kept beside the compile cache as exported StableHLO, loaded without lowering.
 
 JAX's persistent cache saves XLA's compile, but every process still traces the Python function
 and lowers it to find the cache key: for MJX's step that is seconds of a warm start. A
-:func:`stored_jit` program is kept whole (``jax.experimental.serialize_executable``) under a key
-made *before* tracing, from everything the traced program depends on:
+:func:`stored_jit` program is exported once (``jax.export``: its StableHLO, over the flat list of
+its arguments' arrays) under a key made *before* tracing, from everything the program depends on:
 
 - the program's name and the key its owner gives (what it closes over: the task config, the
-  MuJoCo model's bytes, sizes, ...);
+  MuJoCo model's bytes, sizes, ...), and the platform it runs on;
 - the source of the code that is traced: every Python file of this package, of the task suite,
   of the task's own package, and of ``mujoco.mjx``; the versions of jax, jaxlib, mujoco and
   numpy;
-- JAX's settings that change programs, ``XLA_FLAGS``, and the device (platform and kind);
+- JAX's settings that change programs, ``XLA_FLAGS``, and the devices (platform and kind);
 - the arguments' tree, shapes and dtypes (per call signature).
 
-The files live in ``<compile cache>/programs`` (the cache folder is already one per CPU), are
-written atomically (a reader never sees half a file), and go with the cache's ``--clear``. A file
-holds the executable as JAX serializes it and the structure of its outputs as JSON
-(:mod:`.tree_codec`); nothing of ours unpickles it.
-Without a compile cache, a stored program is a plain ``jax.jit``. A file that cannot be loaded
-is compiled again and replaced.
+A warm process deserializes it and calls it inside a ``jax.jit``, whose compile JAX's persistent
+cache answers. The outputs' tree comes from ``out_like`` (the arguments -> a tree of the outputs'
+structure, checked against the traced one when the program is exported), else from
+``jax.eval_shape`` (traces, lowers nothing: for small programs). The files live in
+``<compile cache>/programs``, hold [SHA-256 of the rest | ``jax.export``'s bytes], are written
+atomically and go with the cache's ``--clear``. Without a compile cache, a stored program is a
+plain ``jax.jit``; a file that cannot be used is exported again and replaced.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
-import json
 import logging
 import os
 import re
@@ -34,19 +34,16 @@ import sys
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jax
 
 from isaacgymenvs_gmi.atomic_file import write_atomically
 
-from . import tree_codec
 from .compile_cache import compile_counts
 
 log = logging.getLogger(__name__)
 
 FOLDER = "programs"
-MAGIC = b"isaacgymenvs_gmi program 1\n"
 MAX_BYTES = 1 << 30  # least recently used files go first beyond this
 JAX_SETTINGS = (  # settings that change what a traced function becomes
     "jax_enable_x64",
@@ -65,73 +62,62 @@ VERSIONED = ("jax", "jaxlib", "mujoco", "numpy")
 
 
 def stored_jit(
-    fn: Callable, *, name: str, key: bytes, code_of: Iterable[str] = (), donate_argnums=()
+    fn: Callable,
+    *,
+    name: str,
+    key: bytes | None,
+    code_of: Iterable[str] = (),
+    donate_argnums=(),
+    platform: str | None = None,
+    out_like: Callable | None = None,
 ) -> Callable:
-    """``jax.jit(fn, donate_argnums=...)``, kept whole in the compile cache (if one is set).
+    """``jax.jit(fn, donate_argnums=...)``, kept in the compile cache (if one is set).
 
-    ``key``: bytes naming all that ``fn`` closes over (same key: same program). ``code_of``:
-    modules or packages whose source is traced too (the task's), beside this package's, the
-    suite's and ``mujoco.mjx``'s.
+    ``key``: bytes naming all that ``fn`` closes over (same key: same program; None: not kept).
+    ``code_of``: modules or packages whose source is traced too (the task's), beside this
+    package's, the suite's and ``mujoco.mjx``'s. ``platform``: where it runs (None: JAX's default).
+    ``out_like(*args)``: any tree of the outputs' structure, made without tracing ``fn``.
     """
-    jitted = jax.jit(fn, donate_argnums=donate_argnums)
     folder = _folder()
-    if folder is None:
-        return jitted
+    if folder is None or key is None:
+        return jax.jit(fn, donate_argnums=donate_argnums)
     base = hashlib.sha256()
-    for part in (name.encode(), key, _environment_key(tuple(sorted(code_of)))):
+    env = _environment_key(tuple(sorted(code_of)))
+    for part in (name.encode(), key, env, f"{platform}".encode()):
         base.update(hashlib.sha256(part).digest())
-    programs: dict[Any, Any] = {}  # call signature -> compiled program
-    last: list[Any] = []  # the program of the latest call: tried first, it checks its arguments
 
-    def call(*args):
-        if last:
+    def run(*args):  # traced by jax.jit once per call signature
+        leaves, in_tree = jax.tree_util.tree_flatten(args)
+        specs = [
+            jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=jax.typeof(x).weak_type)
+            for x in leaves
+        ]
+        digest = base.copy()
+        types = [(s.shape, str(s.dtype), s.weak_type) for s in specs]
+        digest.update(f"{_ADDRESS.sub('', str(in_tree))}|{types}".encode())
+        path = folder / f"{name}-{digest.hexdigest()[:40]}.exp"
+        exported = _load(path)
+        if exported is not None:
+            out_tree = jax.tree_util.tree_structure(
+                out_like(*args) if out_like else jax.eval_shape(fn, *args)
+            )
+            compile_counts().loaded_whole += 1
+        else:
             try:
-                return last[0](*args)
-            except TypeError as err:
-                if not _not_its_arguments(err):
-                    raise
-        signature, stable = _signature(args)
-        program = programs.get(signature)
-        if program is None:
-            digest = base.copy()
-            digest.update(stable.encode())
-            path = folder / f"{name}-{digest.hexdigest()[:40]}.exe"
-            program = _load(path, args, code_of) or _compile_and_store(jitted, args, path)
-            programs[signature] = program
-        last[:] = [program]
-        return program(*args)
+                exported, out_tree = _export_and_store(fn, in_tree, specs, path, platform)
+            except Exception as err:  # noqa: BLE001 - e.g. host callbacks: a plain jit then
+                log.info("program %s is not kept (%s)", name, err)
+                return fn(*args)
+            if out_like and jax.tree_util.tree_structure(out_like(*args)) != out_tree:
+                raise ValueError(f"{name}: out_like gives another structure than the program's")
+        return jax.tree_util.tree_unflatten(out_tree, exported.call(*leaves))
 
-    return call
-
-
-def _not_its_arguments(err: TypeError) -> bool:
-    """Whether a compiled program refused arguments of another signature (before running)."""
-    text = str(err)
-    return text.startswith(
-        ("Argument types differ from the types", "Function compiled with input pytree")
-    )
+    return jax.jit(run, donate_argnums=donate_argnums)
 
 
 def _folder() -> Path | None:
     cache = jax.config.jax_compilation_cache_dir
     return Path(cache) / FOLDER if cache else None
-
-
-def _signature(args: tuple) -> tuple[Any, str]:
-    """The arguments' tree, shapes, dtypes and devices: as a key within this process, and as
-    text that is the same in every process (object addresses left out)."""
-    leaves, tree = jax.tree_util.tree_flatten(args)
-    types = tuple(
-        (
-            getattr(x, "shape", None),
-            str(getattr(x, "dtype", type(x).__name__)),
-            bool(getattr(x, "weak_type", False)),
-        )
-        for x in leaves
-    )
-    devices = tuple(sorted({str(d) for x in leaves for d in getattr(x, "devices", tuple)()}))
-    stable = f"{_ADDRESS.sub('', str(tree))}|{types}|{devices}"
-    return (tree, types, devices), stable
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
@@ -179,95 +165,50 @@ def _source_files(name: str) -> list[Path]:
     return sorted(f for folder in folders for f in Path(folder).rglob("*.py"))
 
 
-def _load(path: Path, args: tuple, code_of: Iterable[str]):
-    """The program kept at ``path`` for calls like ``args``, or None (no file, or one that
-    cannot be used: another jaxlib's, truncated, ...)."""
+def _load(path: Path) -> jax.export.Exported | None:
+    """The program kept at ``path``, or None (no file, or one that cannot be used: damaged, of
+    another jax.export version, ...)."""
     try:
         blob = path.read_bytes()
     except OSError:
         return None
     try:
-        from jax.experimental.serialize_executable import deserialize_and_load
-
-        out_tree, executable = _unpack(blob, code_of)
-        _ready_lapack()
-        in_tree = jax.tree_util.tree_structure((args, {}))
-        program = deserialize_and_load(executable, in_tree, out_tree)
-    except Exception as err:  # noqa: BLE001 - whatever is wrong with it: compile instead
-        log.debug("stored program %s not loaded (%s): compiling it", path.name, err)
+        if hashlib.sha256(blob[32:]).digest() != blob[:32]:
+            raise ValueError("damaged")
+        exported = jax.export.deserialize(bytearray(blob[32:]))
+    except Exception as err:  # noqa: BLE001 - whatever is wrong with it: export it again
+        log.debug("stored program %s not loaded (%s): exporting it", path.name, err)
         return None
     os.utime(path)  # recently used
-    compile_counts().loaded_whole += 1
-    return program
+    return exported
 
 
-def _pack(out_tree, executable: bytes) -> bytes:
-    """[magic | header length | JSON header (the output's structure) | executable]."""
-    header = json.dumps({"out_tree": tree_codec.encode(out_tree)}).encode()
-    return MAGIC + len(header).to_bytes(8, "big") + header + executable
+def _export_and_store(fn, in_tree, specs: list, path: Path, platform: str | None):
+    """``fn`` exported over flat arguments, kept at ``path``; and its outputs' tree."""
+    out_trees = []
 
+    def flat(*leaves):
+        out, out_tree = jax.tree_util.tree_flatten(
+            fn(*jax.tree_util.tree_unflatten(in_tree, leaves))
+        )
+        out_trees.append(out_tree)
+        return out
 
-def _unpack(blob: bytes, code_of: Iterable[str]):
-    if not blob.startswith(MAGIC):
-        raise ValueError("not a stored program")
-    start = len(MAGIC) + 8
-    end = start + int.from_bytes(blob[len(MAGIC) : start], "big")
-    header = json.loads(blob[start:end])
-    return tree_codec.decode(header["out_tree"], code_of), blob[end:]
-
-
-@cache
-def _ready_lapack() -> None:
-    """Point the CPU's LAPACK calls at their functions: tracing a program that uses them does it
-    on the way, a loaded program needs it done (else it crashes on its first such call)."""
-    from jax._src.lax import linalg
-
-    initialize = getattr(linalg, "initialize_lapack", None)
-    if initialize is not None:
-        initialize()
-
-
-def _compile_and_store(jitted, args: tuple, path: Path):
-    program = _compile_afresh(jitted, args)
-    try:
-        from jax.experimental.serialize_executable import serialize
-
-        executable, _, out_tree = serialize(program)
-        blob = _pack(out_tree, executable)
-    except Exception as err:  # noqa: BLE001 - e.g. host callbacks, an unusual output
-        log.info("program %s is not kept whole (%s)", path.stem, err)
-        return program
+    platforms = None if platform is None else (platform,)
+    exported = jax.export.export(jax.jit(flat), platforms=platforms)(*specs)
+    payload = bytes(exported.serialize())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, blob)
+        write_atomically(path, hashlib.sha256(payload).digest() + payload)
     except OSError as err:
         log.warning("program %s not stored: %s", path.stem, err)
-        return program
     _evict(path.parent)
-    return program
-
-
-def _compile_afresh(jitted, args: tuple):
-    """Compiled by XLA now, not taken from JAX's cache: an executable JAX loaded from its cache
-    serializes without its compiled kernels (on the CPU it then fails when run)."""
-    from jax.experimental.compilation_cache import compilation_cache
-
-    lowered = jitted.lower(*args)
-    was_on = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
-    compilation_cache.reset_cache()
-    try:
-        program = lowered.compile()
-    finally:
-        jax.config.update("jax_enable_compilation_cache", was_on)
-        compilation_cache.reset_cache()
-    compile_counts().compiled_whole += 1
-    return program
+    return exported, out_trees[0]
 
 
 def _evict(folder: Path) -> None:
     files = []
-    for path in folder.glob("*.exe"):
+    for path in folder.glob("*.exp"):
         try:
             stat = path.stat()
         except OSError:  # another GMI evicted it

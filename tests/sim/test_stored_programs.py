@@ -1,6 +1,6 @@
-"""Programs kept whole: a fresh process loads them without tracing and gets the same results; a
-program under another key or for other arguments is compiled, not loaded; a damaged file is
-compiled again and replaced; without a compile cache nothing is kept."""
+"""Stored programs: a fresh process loads them without lowering and gets the same results as a
+plain jit; a program under another key or for other arguments is compiled, not loaded; a damaged
+file is exported again and replaced; without a compile cache nothing is kept."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _run(cache: Path | str, key: str = "a", size: int = 3) -> dict:
 
 
 def _files(cache: Path) -> list[Path]:
-    return sorted((cache / "programs").glob("probe-*.exe"))
+    return sorted((cache / "programs").glob("probe-*.exp"))
 
 
 def test_a_fresh_process_loads_the_programs_whole_and_computes_the_same(tmp_path):
@@ -60,6 +60,8 @@ def test_a_fresh_process_loads_the_programs_whole_and_computes_the_same(tmp_path
     warm = _run(cache)
     assert warm["whole"] == 2 and warm["compiled"] == 0 and warm["donated"]
     assert (warm["total"], warm["trace"]) == (cold["total"], cold["trace"])
+    plain = _run("off")  # a plain jax.jit
+    assert (plain["total"], plain["trace"]) == (cold["total"], cold["trace"])
 
 
 def test_another_key_compiles_and_a_damaged_file_is_replaced(tmp_path):
