@@ -21,6 +21,7 @@ from typing import Literal
 
 from isaacgymenvs_gmi.comm.routing import ipc_possible
 from isaacgymenvs_gmi.comm.store import Store
+from isaacgymenvs_gmi.config.async_mode import AsyncSettings
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .kinds import KindSpec, experience_kinds
@@ -205,9 +206,9 @@ def in_process_links(
     return trainers, actors
 
 
-def chunk_steps_of(plan: RunPlan) -> int:
+def chunk_steps_of(plan: RunPlan, settings: AsyncSettings) -> int:
     """Env steps per chunk of experience (``gmi.async.chunk_steps``, else the horizon)."""
-    return plan.gmi.async_.chunk_steps or plan.train.horizon_length
+    return settings.chunk_steps or plan.train.horizon_length
 
 
 def kinds_of(plan: RunPlan) -> list[KindSpec]:
@@ -217,25 +218,25 @@ def kinds_of(plan: RunPlan) -> list[KindSpec]:
     return experience_kinds(obs, states if plan.train.central_value else 0, actions)
 
 
-def route_shape_for(plan: RunPlan) -> RouteShape:
-    """The shape of every actor -> consumer route of ``plan`` (``gmi.channels``, chunk, ring)."""
+def route_shape_for(plan: RunPlan, settings: AsyncSettings) -> RouteShape:
+    """The shape of every actor -> consumer route of ``plan`` (``gmi.channels``; chunk and
+    ring from ``settings``, the async mode's, or their defaults in a mode without them)."""
     channels = channel_specs(plan.gmi.channels, kinds_of(plan))
     return route_shape(
         channels,
         plan.num_envs,
-        chunk_steps_of(plan),
-        plan.gmi.async_.ring_slots,
+        chunk_steps_of(plan, settings),
+        settings.ring_slots,
         compress=plan.gmi.channels == "multi",
     )
 
 
 def peer_transports(
-    plan: RunPlan, rank: int, peers: tuple[int, ...], on_gpu: bool
+    plan: RunPlan, asked: str, rank: int, peers: tuple[int, ...], on_gpu: bool
 ) -> dict[int, Transport]:
     """How GMI ``rank`` reaches each of ``peers`` (``gmi.async.transport``): ``p2p`` across
     nodes (or everywhere when asked), ``ipc`` on the same GPU where GMIs can open each other's
     device memory (unless ``shm`` is asked), else ``shm``."""
-    asked = plan.gmi.async_.transport
     here = plan.layout.place(rank)
     ipc = asked in ("auto", "ipc") and ipc_possible(on_gpu, plan.gmi_backend)
     out: dict[int, Transport] = {}

@@ -1,7 +1,8 @@
-"""Typed form of the async-training settings (``gmi.async.*``).
+"""Typed form of the async-training settings (``gmi.async.*``): the async mode's own settings
+(its ``Mode.settings``), read only in that mode. Their channel fields (chunk, ring, deadline,
+transport) shape every actor's channels; a serving run's take the defaults.
 
-``gmi.trainers`` and ``gmi.channels`` sit beside the other ``gmi`` keys (:mod:`.gmi`); what only
-the A3C runner reads lives under ``gmi.async``.
+``gmi.trainers`` and ``gmi.channels`` sit beside the other ``gmi`` keys (:mod:`.gmi`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .async_mode import AsyncSettings
 from .debug import DebugSettings
 from .errors import ConfigError
 from .plan import PlanSettings
@@ -56,13 +55,13 @@ class GmiConfig(Settings):
         start: how the launcher starts its GMIs: ``auto`` forks them where that is safe (they
             start with what it has imported; :mod:`isaacgymenvs_gmi.gmi.start_method`) and
             spawns them elsewhere; ``spawn`` always spawns them.
-        async_: ``gmi.async.*``, the A3C runner's settings.
         plan: ``gmi.plan.*``, how ``gmi.per_gpu=auto`` is searched. A run is planned with a
             number: the planner (:mod:`isaacgymenvs_gmi.planner`) replaces ``auto`` first.
         debug: ``gmi.debug.*``, switches for diagnosing races (off by default).
     """
 
     PREFIX = "gmi"
+    OTHERS = ("async",)  # gmi.async.*: the async mode's settings (config/async_mode.py)
     per_gpu: int = setting(1, Int(1, auto=True))
     num_gpus: int | None = setting(None, Int(1, optional=True))
     backend: str = setting("auto", Choice(GMI_BACKENDS))
@@ -78,7 +77,6 @@ class GmiConfig(Settings):
     channels: str = setting("multi", Choice(("multi", "uni")))
     cores: str = setting("auto", Choice(("auto", "pinned", "shared")))
     start: str = setting("auto", Choice(("auto", "spawn")))
-    async_: AsyncSettings = nested(AsyncSettings)
     plan: PlanSettings = nested(PlanSettings)
     debug: DebugSettings = nested(DebugSettings)
 

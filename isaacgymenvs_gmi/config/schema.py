@@ -209,9 +209,11 @@ class Nested(Kind):
 
 
 class Settings:
-    """Base of a schema dataclass: ``from_cfg`` parses it under its ``PREFIX``."""
+    """Base of a schema dataclass: ``from_cfg`` parses it under its ``PREFIX``; ``OTHERS``:
+    keys of its group that another part reads (``gmi.async``: the async mode's settings)."""
 
     PREFIX: ClassVar[str] = ""
+    OTHERS: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_cfg(cls: type[T], node: Any, *, prefix: str | None = None) -> T:
@@ -275,7 +277,7 @@ def parse(cls: type[T], node: Any, prefix: str = "") -> T:
     specs = [f for f in fields(cls) if _KIND in f.metadata]  # type: ignore[arg-type]
     if prefix:
         node = as_mapping(prefix, node)
-        check_known_keys(prefix, node, keys(cls))
+        check_known_keys(prefix, node, keys(cls) + getattr(cls, "OTHERS", ()))
     values = {}
     for f in specs:
         raw = select(node, _key(f), _ABSENT)

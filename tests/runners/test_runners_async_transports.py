@@ -11,9 +11,8 @@ from isaacgymenvs_gmi.channels.wiring import describe_transports, peer_transport
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 
-def plan(layout: GmiLayout, backend: str, transport: str = "auto"):
-    settings = SimpleNamespace(async_=SimpleNamespace(transport=transport))
-    return SimpleNamespace(layout=layout, gmi_backend=backend, gmi=settings)
+def plan(layout: GmiLayout, backend: str):
+    return SimpleNamespace(layout=layout, gmi_backend=backend)
 
 
 @pytest.mark.parametrize(
@@ -34,7 +33,7 @@ def plan(layout: GmiLayout, backend: str, transport: str = "auto"):
     ],
 )
 def test_peer_transports(layout, backend, transport, on_gpu, rank, peers, expected):
-    assert peer_transports(plan(layout, backend, transport), rank, peers, on_gpu) == expected
+    assert peer_transports(plan(layout, backend), transport, rank, peers, on_gpu) == expected
 
 
 def test_the_trainer_line_names_routes_off_host_shared_memory():

@@ -81,9 +81,11 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
     agent, modules = build_trainer(ctx, rank, lead, team.lockstep if team else None, wandb)
     numel = flatten(modules).numel()
     device = ctx.resources.rl_device
-    transports = peer_transports(plan, rank, roles.actors, device.startswith("cuda"))
+    settings = plan.mode_settings
+    on_gpu = device.startswith("cuda")
+    transports = peer_transports(plan, settings.transport, rank, roles.actors, on_gpu)
     links = open_trainer_links(
-        rank, roles, route_shape_for(plan), numel, group.store, transports, device
+        rank, roles, route_shape_for(plan, settings), numel, group.store, transports, device
     )
     try:
         loop = trainer_loop(ctx, agent, modules, links, lead, ctx.stop_signal, team)

@@ -40,7 +40,7 @@ def build_trainer(
     ``observer``: an rl-games observer of the agent (the lead's wandb run)."""
     from .trainer import AsyncPpoAgent
 
-    plan, settings = ctx.plan, ctx.plan.gmi.async_
+    plan, settings = ctx.plan, ctx.plan.mode_settings
     agent = build_agent(
         plan,
         rl_device=ctx.resources.rl_device,
@@ -83,8 +83,8 @@ def trainer_loop(
     batcher = Batcher(
         plan.train.horizon_length,
         plan.num_envs,
-        chunk_steps_of(plan),
-        plan.gmi.async_.max_lag,
+        chunk_steps_of(plan, plan.mode_settings),
+        plan.mode_settings.max_lag,
         ledger,
     )
     watch = None  # the serial twin's actors run in this process, between the trainer's turns
@@ -99,14 +99,19 @@ def open_actor(
     ctx: GmiContext, roles: AsyncRoles, store: Store
 ) -> tuple[ActorLoop, Any, ActorLinks]:
     """This actor's loop, env and channel ends (remote ones still to :meth:`connect`)."""
-    shape = route_shape_for(ctx.plan)
+    plan, settings = ctx.plan, ctx.plan.mode_settings
+    shape = route_shape_for(plan, settings)
+    on_gpu = ctx.resources.rl_device.startswith("cuda")
+    transports = peer_transports(plan, settings.transport, ctx.rank, roles.trainers, on_gpu)
     device = ctx.resources.rl_device
-    transports = peer_transports(ctx.plan, ctx.rank, roles.trainers, device.startswith("cuda"))
     opened: list[ActorLinks] = []
 
     def links_for(numel: int) -> ActorLinks:
         opened.append(open_actor_links(ctx.rank, roles, shape, numel, store, transports, device))
         return opened[0]
 
-    actor, env = build_actor(ctx, ctx.rank, links_for, players=actors_of(ctx.plan))
+    deadline_s = settings.deadline_ms / 1000.0
+    actor, env = build_actor(
+        ctx, ctx.rank, links_for, players=actors_of(plan), deadline_s=deadline_s
+    )
     return actor, env, opened[0]

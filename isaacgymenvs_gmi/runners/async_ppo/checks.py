@@ -14,7 +14,7 @@ def check_async(facts: ModeFacts) -> ModeTerms:
     """Refuses (``ConfigError`` naming the key) what async PPO cannot run; the actor GMIs are
     expendable."""
     gmi, layout = facts.gmi, facts.layout
-    settings = gmi.async_
+    settings = facts.settings
     if settings.transport == "ipc" and not facts.ipc_possible:
         raise ConfigError(
             "gmi.async.transport",
@@ -74,7 +74,7 @@ def _check_trainer_team(facts: ModeFacts) -> None:
             "mrr",
             f"the trainers' layout MPL={trainers.mpl()} cannot run MRR (use auto, mpr or har)",
         )
-    if gmi.async_.serial:
+    if facts.settings.serial:
         raise ConfigError(
             "gmi.trainers",
             gmi.trainers,

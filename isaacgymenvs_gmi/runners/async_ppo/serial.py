@@ -30,7 +30,9 @@ def run_serial(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
     (trainer_id,) = roles.trainers
     agent, modules = build_trainer(ctx, trainer_id, lead=True)
     numel = flatten(modules).numel()
-    trainer_links, actor_links = in_process_links(roles, route_shape_for(plan), numel)
+    trainer_links, actor_links = in_process_links(
+        roles, route_shape_for(plan, plan.mode_settings), numel
+    )
     loop = trainer_loop(ctx, agent, modules, trainer_links[trainer_id], True, ctx.stop_signal)
     actors, envs = [], []
     for gmi in roles.actors:

@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from isaacgymenvs_gmi.channels.route import PRODUCED_TRANSITIONS
+from isaacgymenvs_gmi.config.async_mode import AsyncSettings
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.runners.result import RunResult
@@ -70,7 +71,7 @@ def _serve(ctx: GmiContext, scratch: str) -> Played:
     from isaacgymenvs_gmi.runners.shared.acting import build_actor
 
     plan, rank = ctx.plan, ctx.rank
-    route = Route.in_process(route_shape_for(plan))
+    route = Route.in_process(route_shape_for(plan, AsyncSettings()))  # the channels' defaults
     links = lambda numel: ActorLinks([route], WeightsBoard.in_process(numel))  # noqa: E731
     # the collector runs between chunks in this process: a deadline would only split them
     actor, env = build_actor(

@@ -21,14 +21,14 @@ def build_actor(
     links_for: Callable[[int], ActorLinks],
     *,
     players: Iterable[int] | None,
-    deadline_s: float | None = None,
+    deadline_s: float,
     train_dir: str | None = None,
 ) -> tuple[ActorLoop, Any]:
     """The actor's loop and its env. ``links_for(numel)`` opens the actor's ends once the
     policy size is known; ``players``: the GMIs that build envs (the first of them on a device
-    compiles for the others; None: every GMI); ``deadline_s`` (default
-    ``gmi.async.deadline_ms``): the compressor's deadline, ``math.inf`` where the consumer runs
-    only between chunks (one process); ``train_dir`` (default the GMI's scratch folder): where
+    compiles for the others; None: every GMI); ``deadline_s``: the compressor's deadline
+    (``gmi.async.deadline_ms``), ``math.inf`` where the consumer runs only between chunks (one
+    process); ``train_dir`` (default the GMI's scratch folder): where
     rl-games may write."""
     from rl_games.algos_torch.a2c_continuous import A2CAgent
 
@@ -52,9 +52,7 @@ def build_actor(
     )
     modules = policy_modules(agent)
     links = links_for(flatten(modules).numel())
-    settings = plan.gmi.async_
     abort = lambda: links.board.stopping  # noqa: E731
-    deadline = settings.deadline_ms / 1000.0 if deadline_s is None else deadline_s
-    dispenser = Dispenser(gmi, links.routes, deadline, abort)
+    dispenser = Dispenser(gmi, links.routes, deadline_s, abort)
     bootstrap = plan.train.value_bootstrap
     return ActorLoop(agent, modules, dispenser, links.board, bootstrap, ctx.before_epoch), env
