@@ -1,13 +1,17 @@
-"""Bad input fails with a clear error naming the key, before any simulation or process starts."""
+"""Bad input fails with a clear error naming the key, before any simulation or process starts.
+``train.py`` runs as a process once per way a refusal reaches the user (Hydra's refusal of the
+command line, a config refused before anything starts); the rest is checked in process."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config.compose import compose_config as compose_like_train_py
 from isaacgymenvs_gmi.config.suggest import suggestions
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.tasks import Cartpole
@@ -101,22 +105,30 @@ def test_nothing_is_suggested_for_a_good_command_line_or_a_value():
     assert suggestions(["task=Zzzzzz"]) == []  # nothing close: Hydra's list says it all
 
 
-def test_cli_task_config_without_task_class_lists_available(tmp_path):
+def test_cli_task_config_without_task_class_lists_available(tmp_path, train_py_refusal):
     (tmp_path / "cfg" / "task").mkdir(parents=True)
     (tmp_path / "cfg" / "task" / "Walker.yaml").write_text("name: Walker\nenv:\n  numEnvs: 16\n")
-    proc = _train(
+    cfg = compose_like_train_py(
         "task=Walker",
         "train=CartpolePPO",
         f"hydra.searchpath=[file://{tmp_path / 'cfg'}]",
-        tmp_path=tmp_path,
+        f"train_dir={tmp_path / 'runs'}",
     )
-    assert proc.returncode == 2
-    assert "task='Walker'" in proc.stderr
-    assert "available: Ant, Anymal, BallBalance, Cartpole, FrankaCabinet" in proc.stderr
+    printed = train_py_refusal(cfg)
+    assert "task='Walker'" in printed
+    assert "available: Ant, Anymal, BallBalance, Cartpole, FrankaCabinet" in printed
+    assert not (tmp_path / "runs").exists()
 
 
 def test_cli_bad_value_exits_2_before_any_work(tmp_path):
+    """The one run of ``train.py`` for a config refused before anything starts: one error line,
+    exit code 2, no GMI and no run folder. The other refusals are found in process, through the
+    call ``train.py`` makes (the ``train_py_refusal`` fixture)."""
     proc = _train("task=Cartpole", "gmi.per_gpu=0", tmp_path=tmp_path)
     assert proc.returncode == 2
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: gmi.per_gpu="), proc.stderr[-2000:]
     assert "gmi.per_gpu=0" in proc.stderr and ">= 1" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not re.search(r"^GMI \d+: ", proc.stdout, re.M), proc.stdout[-2000:]
     assert not (tmp_path / "runs").exists()

@@ -29,7 +29,6 @@ from isaacgymenvs_gmi.gmi.group import GmiGroup, fingerprint
 from isaacgymenvs_gmi.runners.result import RunResult
 from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry, gather_one
 from tests.helpers import run_train
-from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -324,15 +323,7 @@ def test_under_torchrun_the_launcher_speaks_once(tmp_path):
 @pytest.fixture(scope="module")
 def two_gmi_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     runs = tmp_path_factory.mktemp("runs")
-    proc = subprocess.run(
-        [sys.executable, "train.py", "task=Cartpole", "gmi.per_gpu=2", "max_iterations=2"]
-        + [f"train_dir={runs}", "experiment=console"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(300),
-        env={k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"},
-    )
+    proc = _train(runs, "gmi.per_gpu=2", "max_iterations=2", "experiment=console")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, runs
 
@@ -357,13 +348,8 @@ def test_playing_with_fewer_envs_than_training(two_gmi_run):
     minibatch at all and is not refused over one."""
     _, runs = two_gmi_run
     (checkpoint,) = runs.glob("console*/nn/last_*.pth")
-    proc = subprocess.run(
-        [sys.executable, "train.py", "task=Cartpole", "test=True", f"checkpoint={checkpoint}"]
-        + ["num_envs=16", f"train_dir={runs}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(300),
+    proc = run_train(
+        "task=Cartpole", "test=True", f"checkpoint={checkpoint}", "num_envs=16", f"train_dir={runs}"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "mean episode reward" in proc.stdout

@@ -3,17 +3,15 @@ laid out as the guide shows (upstream's file names with its own values, its asse
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.speed import budget
+from tests.helpers import run_train
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "patches" / "SWAP.md"
@@ -48,19 +46,12 @@ def project(tmp_path_factory) -> Path:
 
 def _run(command: str, project: Path, runs: Path, extra: list[str]) -> subprocess.CompletedProcess:
     words = shlex.split(command.replace("$PROJECT", str(project)))
-    env = dict(os.environ)
+    env = {}
     while "=" in words[0] and not words[0].startswith("python"):  # VAR=value prefixes
         key, value = words.pop(0).split("=", 1)
         env[key] = value
     assert words[:2] == ["python", "train.py"], command
-    return subprocess.run(
-        [sys.executable, "train.py", *words[2:], *extra, f"train_dir={runs}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(600),
-        env=env,
-    )
+    return run_train(*words[2:], *extra, f"train_dir={runs}", env=env, timeout_s=600)
 
 
 def test_the_guide_has_a_training_and_a_playing_command():

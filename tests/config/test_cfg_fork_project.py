@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from tests.helpers import run_train
-from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 FORK_ENVS, FORK_HORIZON, FORK_MINIBATCH = 48, 8, 384  # bundled Cartpole: 512 envs, horizon 16
@@ -78,20 +76,14 @@ def test_without_user_configs_the_bundled_ones_are_named(tmp_path):
 def test_the_search_order_puts_every_user_source_before_the_bundled_folder(tmp_path, fork):
     other = tmp_path / "more"
     (other / "task").mkdir(parents=True)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "train.py"),
-            "--config-dir",
-            str(fork),
-            f"hydra.searchpath=[file://{other}]",
-            "--info",
-            "searchpath",
-        ],
+    proc = run_train(
+        "--config-dir",
+        str(fork),
+        f"hydra.searchpath=[file://{other}]",
+        "--info",
+        "searchpath",
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=budget(60),
+        timeout_s=60,
     )
     assert proc.returncode == 0, proc.stderr
     rows = [r for r in proc.stdout.splitlines() if "file://" in r]

@@ -326,6 +326,22 @@ def test_upstream_pbt_files_compose_and_are_accepted(tmp_path):
     assert len(default.mutation) == 9
 
 
+def test_upstreams_population_of_8_is_refused_on_3_gmis(tmp_path, train_py_refusal):
+    """Upstream's pbt_default.yaml asks for 8 policies: 3 GMIs are refused naming the key, before
+    anything starts (with pbt.num_policies=3 it trains: tests/runners/test_runners_pbt.py)."""
+    write_upstream_pbt_files(tmp_path / "upstream_cfg")
+    cfg = compose_like_train_py(
+        _searchpath(tmp_path / "upstream_cfg"),
+        "task=Ant",
+        "pbt=pbt_default",
+        "pbt/mutation=ant_mutation",
+        "gmi.per_gpu=3",
+        f"train_dir={tmp_path / 'runs'}",
+    )
+    assert "pbt.num_policies=8" in train_py_refusal(cfg)
+    assert not (tmp_path / "runs").exists()
+
+
 def test_the_users_pbt_files_win_over_the_bundled_ones(tmp_path):
     write_upstream_pbt_files(tmp_path)
     default = tmp_path / "pbt" / "pbt_default.yaml"

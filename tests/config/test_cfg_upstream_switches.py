@@ -123,14 +123,14 @@ def _train(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_train_py_refuses_bad_pbt_settings_before_any_work(tmp_path):
-    proc = _train(tmp_path, "pbt=pbt_default", "pbt.replace_fraction_worst=0")
-    assert proc.returncode == 2
-    assert "error: pbt.replace_fraction_worst=0: must be a number in (0, 1]" in proc.stderr
+def test_train_py_refuses_bad_pbt_settings_before_any_work(compose_cfg, train_py_refusal, tmp_path):
+    tiny = ("num_envs=32", "train.params.config.minibatch_size=256")
+    pbt = ("task=Cartpole", *tiny, f"train_dir={tmp_path / 'runs'}", "pbt=pbt_default")
+    printed = train_py_refusal(compose_cfg(*pbt, "pbt.replace_fraction_worst=0"))
+    assert "error: pbt.replace_fraction_worst=0: must be a number in (0, 1]" in printed
     assert not (tmp_path / "runs").exists()
-    proc = _train(tmp_path, "pbt=pbt_default", "gmi.mode=serve")
-    assert proc.returncode == 2
-    assert "error: gmi.mode='serve': pbt.enabled=True runs as gmi.mode=pbt" in proc.stderr
+    printed = train_py_refusal(compose_cfg(*pbt, "gmi.mode=serve"))
+    assert "error: gmi.mode='serve': pbt.enabled=True runs as gmi.mode=pbt" in printed
     assert not (tmp_path / "runs").exists()
 
 

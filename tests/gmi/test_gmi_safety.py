@@ -7,8 +7,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -21,8 +19,9 @@ import torch.distributed as dist
 
 from isaacgymenvs_gmi.comm.signed_store import SignedStore, StoreAuthError
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
-from tests.gmi.launched_run import ROOT, LaunchedRun
+from tests.gmi.launched_run import LaunchedRun
 from tests.gmi.stranger import probe_as_stranger
+from tests.helpers import run_train
 from tests.speed import budget
 
 FINGERPRINT = re.compile(r"replicas identical at 'end of training, \d+ epochs' on \d GMIs: (.*)")
@@ -112,13 +111,7 @@ def test_a_stop_signal_ends_the_run_at_an_epoch_with_a_checkpoint_that_plays(
     assert os.path.isfile(found.group(1)) and found.group(1) == run.checkpoints()[-1]
     assert run.leftovers() == []
     assert "model" in torch.load(found.group(1))  # torch's default loader (weights_only=True)
-    play = subprocess.run(
-        [sys.executable, "train.py", "task=Cartpole", "test=True", f"checkpoint={found.group(1)}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(300),
-    )
+    play = run_train("task=Cartpole", "test=True", f"checkpoint={found.group(1)}")
     assert play.returncode == 0 and "mean episode reward" in play.stdout, play.stderr[-2000:]
 
 

@@ -20,6 +20,7 @@ from isaacgymenvs_gmi.planner import choose, resolve
 from isaacgymenvs_gmi.planner.search import Candidate, Profile
 from isaacgymenvs_gmi.planner.trial import TrialSetup, run_trial
 from tests.conftest import SESSION_ENV
+from tests.helpers import run_train
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,13 +193,13 @@ def test_injected_failures_are_not_runnable_with_their_reason(compose_cfg, tmp_p
 
 def test_per_gpu_auto_trains_cartpole_with_the_chosen_configuration(searched, cache_dir):
     _, choice, _ = searched
-    proc = python(
-        "train.py",
+    proc = run_train(
         *SEARCH,
         f"gmi.plan.cache_dir={cache_dir}",
         "max_iterations=30",
         "train.params.config.save_frequency=0",
         f"train_dir={cache_dir / 'runs'}",
+        timeout_s=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr

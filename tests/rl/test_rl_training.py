@@ -5,8 +5,6 @@ from __future__ import annotations
 import glob
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ import torch
 
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from isaacgymenvs_gmi.launch import plan_run, run
-from tests.speed import budget
+from tests.helpers import run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,21 +51,13 @@ def test_cartpole_checkpoint_plays_and_prints_mean_reward(cartpole_run):
         glob.glob(os.path.join(result.experiment_dir, "nn", "*.pth")), key=os.path.getmtime
     )
     assert ckpts, "no checkpoint under runs/<experiment>/nn/"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            "task=Cartpole",
-            "test=True",
-            f"checkpoint={ckpts[-1]}",
-            "num_envs=64",
-            "train.params.config.minibatch_size=1024",
-            "headless=True",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(300),
+    proc = run_train(
+        "task=Cartpole",
+        "test=True",
+        f"checkpoint={ckpts[-1]}",
+        "num_envs=64",
+        "train.params.config.minibatch_size=1024",
+        "headless=True",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [x for x in proc.stdout.splitlines() if x.startswith("mean episode reward:")]

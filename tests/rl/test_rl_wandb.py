@@ -3,9 +3,6 @@ GMI 0's, with the TensorBoard scalars (the episode reward among them) and the ru
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +13,7 @@ from isaacgymenvs_gmi.config import wandb as wandb_config
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.sim.render import renderer_problem
-from tests.speed import budget
+from tests.helpers import run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,19 +43,14 @@ VIDEO = ["capture_video=True", "capture_video_freq=40", "capture_video_len=8"] i
 @pytest.mark.skipif(not wandb_config.wandb_installed(), reason="the wandb extra is not installed")
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_an_offline_run_writes_the_reward_and_the_config(tmp_path, mode):
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     iterations = 6 if mode == "sync" else 30
-    proc = subprocess.run(
-        [sys.executable, "train.py", "task=Cartpole", "gmi.per_gpu=2", f"gmi.mode={mode}"]
-        + [f"max_iterations={iterations}"]
-        + [f"train_dir={tmp_path}", "wandb_activate=True", "wandb_group=grp-7"]
-        + ["wandb_tags=[gmi-test]", "wandb_project=gmi-tests"]
-        + (VIDEO if mode == "sync" else []),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(600),
-        env=env,
+    proc = run_train(
+        *["task=Cartpole", "gmi.per_gpu=2", f"gmi.mode={mode}", f"max_iterations={iterations}"],
+        *[f"train_dir={tmp_path}", "wandb_activate=True", "wandb_group=grp-7"],
+        *["wandb_tags=[gmi-test]", "wandb_project=gmi-tests"],
+        *(VIDEO if mode == "sync" else []),
+        env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"},
+        timeout_s=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = (tmp_path / "wandb").glob("offline-run-*")  # one run: GMI 0's (the lead trainer)

@@ -7,7 +7,6 @@ import math
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 
@@ -19,6 +18,7 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run, run
 from isaacgymenvs_gmi.runners.async_ppo.team import Vote, tally
 from tests.gmi.launched_run import ROOT, LaunchedRun
+from tests.helpers import free_port
 from tests.speed import budget
 
 NO_GPU = (False, ("cpu",), False)
@@ -312,9 +312,7 @@ def test_point_to_point_routes_learn_and_survive_a_killed_actor(tmp_path):
 def test_torchrun_two_nodes_train_async_across_them(tmp_path):
     """Two torchrun nodes of 2 GMIs on this machine: node 0 holds the trainer and an actor
     (shared memory), node 1 two actors whose routes and weights cross nodes point to point."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     command = [
         sys.executable,
         "-m",

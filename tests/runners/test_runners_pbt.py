@@ -129,8 +129,9 @@ def test_a_killed_member_leaves_the_others_training(tmp_path):
 
 def test_upstreams_pbt_files_compose_and_start_unchanged(tmp_path):
     """IsaacGymEnvs' pbt_default.yaml and ant_mutation.yaml, found through the search path as a
-    user's own cfg folder: 8 policies on 3 GMIs is refused naming the key; with the population
-    size given on the command line (as upstream's file asks), Ant trains as a population."""
+    user's own cfg folder: with the population size given on the command line (as upstream's file
+    asks), Ant trains as a population (its 8 policies on 3 GMIs are refused naming the key:
+    tests/config/test_cfg_pbt.py)."""
     upstream = tmp_path / "upstream_cfg"
     write_upstream_pbt_files(upstream)
     common = (
@@ -140,10 +141,6 @@ def test_upstreams_pbt_files_compose_and_start_unchanged(tmp_path):
         "pbt/mutation=ant_mutation",
         "gmi.per_gpu=3",
     )
-    refused = train(*common, tmp_path=tmp_path, timeout=120)
-    assert refused.returncode == 2, refused.stderr[-2000:]
-    assert "pbt.num_policies=8" in refused.stderr
-    assert not (tmp_path / "runs").exists()
     run = train(
         *common,
         "pbt.num_policies=3",

@@ -5,7 +5,6 @@ env step and collective), which must change nothing but the speed."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import torch
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.gmi import GmiConfig
 from isaacgymenvs_gmi.sim import compile_cache
-from tests.speed import budget
+from tests.helpers import run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNTS = re.compile(
@@ -35,22 +34,15 @@ def _counts(match: re.Match | None) -> tuple[int, int, int]:
 
 def _mjx_cartpole(tmp_path: Path, runs: Path, cache: Path, *extra: str, env=None):
     """``train.py``: MJX Cartpole, 16 envs, with the compile cache ``cache`` (finished run)."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "train.py"),
-            "task=Cartpole",
-            "sim_backend=mjx",
-            "num_envs=16",
-            "train.params.config.minibatch_size=256",
-            f"gmi.compile_cache={cache}",
-            f"train_dir={runs}",
-            *extra,
-        ],
+    proc = run_train(
+        "task=Cartpole",
+        "sim_backend=mjx",
+        "num_envs=16",
+        "train.params.config.minibatch_size=256",
+        f"gmi.compile_cache={cache}",
+        f"train_dir={runs}",
+        *extra,
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=budget(300),
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -59,9 +51,7 @@ def _mjx_cartpole(tmp_path: Path, runs: Path, cache: Path, *extra: str, env=None
 
 def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = None, *extra: str):
     """A 2-epoch run; returns (loaded whole, loaded, compiled, the final weights)."""
-    env = {**os.environ}
-    if fingerprint is not None:
-        env[compile_cache.CPU_FINGERPRINT_ENV] = fingerprint
+    env = {} if fingerprint is None else {compile_cache.CPU_FINGERPRINT_ENV: fingerprint}
     runs = tmp_path / name
     proc = _mjx_cartpole(tmp_path, runs, cache, "max_iterations=2", *extra, env=env)
     whole, loaded, compiled = _counts(COUNTS.search(proc.stderr))
