@@ -104,6 +104,10 @@ BAD_INPUTS = [
     (["task=Ant", "train_dir=/" + "d" * 300], "train_dir"),  # a name too long
     (["task=Ant", "gmi.mode=serve", "serve.record=/proc/no-recording"], "serve.record"),
     (["task=Ant", "gmi.mode=serve", f"serve.record={ROOT / 'README.md'}"], "serve.record"),
+    # a mode's own settings set in another mode would change nothing
+    (["task=Ant", "serve.steps=10"], "serve.steps"),
+    (["task=Ant", "gmi.async.max_lag=3"], "gmi.async.max_lag"),
+    (["task=Ant", "gmi.mode=serve", "gmi.async.max_lag=-1"], "gmi.async.max_lag"),
     (["task=Ant", "experiment=../../x"], "experiment"),
     (["task=Ant", "experiment=a/b"], "experiment"),
     (["task=Ant", "experiment=/abs"], "experiment"),
@@ -296,7 +300,7 @@ GOOD_INPUTS = [  # (overrides, what the plan must hold: dotted attributes of Run
     ),
     (
         ["task=Ant", "gmi.mode=serve", "gmi.per_gpu=2", "num_envs=32", "serve.steps=25"],
-        {"mode": "serve", "world_size": 2, "num_envs": 32, "serve.steps": 25},
+        {"mode": "serve", "world_size": 2, "num_envs": 32, "mode_settings.steps": 25},
     ),
     (
         [

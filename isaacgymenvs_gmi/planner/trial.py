@@ -38,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.plan import PlanSettings
 from isaacgymenvs_gmi.launch import plan_run
+from isaacgymenvs_gmi.runners import chosen_mode
 
 from .candidates import Request, apply
 from .memory import host_sampler
@@ -92,8 +93,9 @@ def trial_config(setup: TrialSetup, cand: Candidate, run_dir: str) -> DictConfig
         out.checkpoint = ""
         out.wandb_activate = False
         horizon = int(OmegaConf.select(out, "train.params.config.horizon_length"))
-        OmegaConf.update(out, "serve.record", None, merge=True)
-        OmegaConf.update(out, "serve.steps", setup.settings.epochs * horizon, merge=True)
+        mode = chosen_mode(out, str(out.gmi.mode).strip().lower())
+        for key, value in mode.trial_overrides(setup.settings.epochs * horizon).items():
+            OmegaConf.update(out, key, value, merge=True)
         OmegaConf.update(out, "train.params.config.save_frequency", 0, merge=False)
     return out
 

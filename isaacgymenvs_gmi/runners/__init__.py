@@ -9,10 +9,10 @@ import what they share from :mod:`.shared`, never from each other.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from isaacgymenvs_gmi.config import ConfigError, GmiConfig
-from isaacgymenvs_gmi.config._values import select
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 from isaacgymenvs_gmi.rl.lean_imports import defer_rl_games_test_networks, defer_torch_compiler
 
@@ -68,13 +68,17 @@ def chosen_mode(cfg: Any, name: str) -> Mode:
 
 
 def _refuse_others_groups(cfg: Any, asked: Mode) -> None:
+    """Another mode's own settings (checked as that mode would) must be left at their defaults:
+    set, they would change nothing in this run."""
     for mode in MODES.values():
-        given = select(cfg, mode.group) if mode.group and mode is not asked else None
-        for key, value in (given or {}).items():
-            if value not in (None, ""):
+        if not mode.group or mode is asked:
+            continue
+        given, defaults = mode.settings(cfg), mode.settings({})
+        for field in fields(given):
+            if getattr(given, field.name) != getattr(defaults, field.name):
                 raise ConfigError(
-                    f"{mode.group}.{key}",
-                    value,
+                    f"{mode.group}.{field.name}",
+                    getattr(given, field.name),
                     f"is read only by gmi.mode={mode.name} ({mode.summary}); this run is "
                     f"gmi.mode={asked.name}",
                 )

@@ -84,6 +84,10 @@ def _no_settings(cfg: Any) -> None:
     return None
 
 
+def _no_overrides(steps: int) -> dict[str, Any]:
+    return {}
+
+
 @dataclass(frozen=True)
 class Mode:
     """One ``gmi.mode``.
@@ -110,8 +114,12 @@ class Mode:
             ``num_envs=auto``); empty where it can.
         rate: the ``RunResult.rates`` entry a planner trial of this mode maximises; empty for
             env steps/s over the trial's epochs.
-        group: the top-level config group only this mode reads (``serve``); a value set there
-            in another mode is refused, naming its key, as it would change nothing.
+        trial_overrides: what a planner trial of this mode sets, given the trial's length in
+            env steps per env (serve: ``serve.steps`` to it, no recording); a training mode's
+            trials are bounded by their epochs and set nothing.
+        group: the config group only this mode reads (``serve``, ``gmi.async``): its
+            ``settings`` are checked in every mode, and a value other than the default is
+            refused in another mode, naming its key, as it would change nothing.
     """
 
     name: str
@@ -126,4 +134,5 @@ class Mode:
     claim: Claim | None = None
     not_searched: str = ""
     rate: str = ""
+    trial_overrides: Callable[[int], dict[str, Any]] = _no_overrides
     group: str = ""

@@ -25,6 +25,7 @@ MODE = Mode(
     check=check_async,
     in_one_process=lambda plan: plan.mode_settings.serial,
     settings=lambda cfg: AsyncSettings.from_cfg(select(cfg, AsyncSettings.PREFIX)),
+    group=AsyncSettings.PREFIX,
     not_searched="in async mode give gmi.per_gpu a number",
 )
 

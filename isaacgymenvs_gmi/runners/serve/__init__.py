@@ -21,6 +21,7 @@ MODE = Mode(
     independent_gmis=True,
     rate="pps",
     settings=ServeSettings.from_cfg,
+    trial_overrides=lambda steps: {"serve.steps": steps, "serve.record": None},
     group=ServeSettings.PREFIX,  # predictions/s, measured by the run after its own warm-up
 )
 
