@@ -69,7 +69,7 @@ class GmiConfig(Settings):
     comm: str = setting("auto", Choice(GMI_COMMS))
     intra_device: str = setting("auto", Choice(("auto", "shm", "ipc", "gloo")))
     sm_percent: tuple[float, ...] | None = setting(
-        None, Many(Real(0.0, 100.0, open_low=True), optional=True)
+        None, Many(Real(0.0, 100.0, open_low=True), "numbers in (0, 100]", optional=True)
     )
     timeout_s: int = setting(30, Int(1, MAX_TIMEOUT_S, why=_TIMEOUT_WHY))
     compile_cache: str = setting("auto", Text(_CACHE))

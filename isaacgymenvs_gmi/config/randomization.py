@@ -18,7 +18,7 @@ from typing import Any
 
 from ._values import to_plain
 from .errors import ConfigError, one_of
-from .schema import FLAG, Int, real
+from .schema import FLAG, INVALID, Choice, Int, Kind, Settings, real, setting
 
 _PREFIX = "task.task.randomization_params"
 NOISE_DISTRIBUTIONS = ("gaussian", "uniform")
@@ -26,7 +26,6 @@ DISTRIBUTIONS = ("gaussian", "uniform", "loguniform")
 OPERATIONS = ("additive", "scaling")
 SCHEDULES = ("linear", "constant")
 _KNOWN = ("frequency", "observations", "actions", "sim_params", "actor_params")
-_SCHEDULE_KEYS = ("range", "operation", "distribution", "schedule", "schedule_steps")
 
 # actor property group -> (attributes reproduced in MuJoCo, Isaac Gym attributes that are not)
 ACTOR_PROPERTIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -48,13 +47,19 @@ _ACTOR_FLAGS = ("color", "scale")  # whole-actor entries Isaac Gym has and MuJoC
 _SIM_PARAMS = (("gravity",), ("rest_offset",))
 
 
-def _pair(key: str, value: Any) -> tuple[float, float]:
-    value = to_plain(value)
-    ok = isinstance(value, list | tuple) and len(value) == 2
-    ok = ok and all(real(v) is not None for v in value)
-    if not ok:
-        raise ConfigError(key, value, "must be a pair of numbers [a, b]")
-    return float(value[0]), float(value[1])
+@dataclass(frozen=True)
+class _Pair(Kind):
+    def text(self) -> str:
+        return "must be a pair of numbers [a, b]"
+
+    def convert(self, value: Any) -> Any:
+        if not isinstance(value, list | tuple) or len(value) != 2:
+            return INVALID
+        pair = tuple(real(v) for v in value)
+        return INVALID if None in pair else pair
+
+
+_PAIR = _Pair()
 
 
 def schedule_scale(schedule: str | None, schedule_steps: int, step: int) -> float:
@@ -80,54 +85,28 @@ def scheduled_range(
     return a * scale + shift, b * scale + shift
 
 
-def _common(key: str, node: Any, allowed: tuple[str, ...], distributions: tuple[str, ...]):
-    """The checked mapping and its (distribution, operation, range, schedule, steps)."""
-    node = to_plain(node)
-    if not isinstance(node, Mapping):
-        raise ConfigError(key, node, "must be a mapping of randomisation settings")
-    for name in node:
-        if name not in allowed:
-            raise ConfigError(f"{key}.{name}", node[name], one_of(allowed))
-    distribution = node.get("distribution", "gaussian")
-    if distribution not in distributions:
-        raise ConfigError(f"{key}.distribution", distribution, one_of(distributions))
-    operation = node.get("operation", "additive")
-    if operation not in OPERATIONS:
-        raise ConfigError(f"{key}.operation", operation, one_of(OPERATIONS))
-    if "range" not in node:
-        raise ConfigError(f"{key}.range", None, "missing: a pair of numbers")
-    schedule = node.get("schedule")
-    if schedule is not None and schedule not in SCHEDULES:
-        raise ConfigError(f"{key}.schedule", schedule, one_of(SCHEDULES))
-    steps = 0
-    if schedule is not None:
-        steps = Int(1).check(f"{key}.schedule_steps", node.get("schedule_steps"))
-    return node, distribution, operation, _pair(f"{key}.range", node["range"]), schedule, steps
+class _Scheduled(Settings):
+    """What noise and properties share: a schedule needs its length."""
+
+    def cross_check(self, prefix: str) -> None:
+        if self.schedule is not None and self.schedule_steps < 1:  # type: ignore[attr-defined]
+            raise ConfigError(f"{prefix}.schedule_steps", None, "must be an integer >= 1")
 
 
 @dataclass(frozen=True)
-class NoiseSpec:
+class NoiseSpec(_Scheduled):
     """Noise on observations or actions, in upstream's terms.
 
     gaussian: ``range`` = (mean, std) of fresh noise each step, ``range_correlated`` = (mean,
     std) of a part drawn once per refresh; uniform: (low, high) of each. ``operation``: added
     to the tensor, or multiplied with it. ``schedule`` over ``schedule_steps`` physics steps."""
 
-    distribution: str
-    operation: str
-    range: tuple[float, float]
-    range_correlated: tuple[float, float] = (0.0, 0.0)
-    schedule: str | None = None
-    schedule_steps: int = 0
-
-    @classmethod
-    def from_node(cls, key: str, node: Any) -> NoiseSpec:
-        allowed = (*_SCHEDULE_KEYS, "range_correlated")
-        node, distribution, operation, rng, schedule, steps = _common(
-            key, node, allowed, NOISE_DISTRIBUTIONS
-        )
-        correlated = _pair(f"{key}.range_correlated", node.get("range_correlated", [0.0, 0.0]))
-        return cls(distribution, operation, rng, correlated, schedule, steps)
+    distribution: str = setting("gaussian", Choice(NOISE_DISTRIBUTIONS))
+    operation: str = setting("additive", Choice(OPERATIONS))
+    range: tuple[float, float] = setting((0.0, 0.0), _PAIR, required=True)
+    range_correlated: tuple[float, float] = setting((0.0, 0.0), _PAIR)
+    schedule: str | None = setting(None, Choice(SCHEDULES, optional=True))
+    schedule_steps: int = setting(0, Int(1))
 
     def scale(self, step: int) -> float:
         """How much of the noise is on at physics step ``step`` (0..1)."""
@@ -135,33 +114,31 @@ class NoiseSpec:
 
 
 @dataclass(frozen=True)
-class PropertySpec:
+class PropertySpec(_Scheduled):
     """How one physical property is drawn: ``range`` = (mean, std) for gaussian, (low, high)
     for uniform and loguniform (both > 0); the draw is added to, or multiplies, the model's own
     value. ``setup_only``: drawn once, before the first step. ``num_buckets`` > 0: draws snap to
     that many levels over the range (upstream's material buckets)."""
 
-    distribution: str
-    operation: str
-    range: tuple[float, float]
-    schedule: str | None = None
-    schedule_steps: int = 0
-    setup_only: bool = False
-    num_buckets: int = 0
+    distribution: str = setting("gaussian", Choice(DISTRIBUTIONS))
+    operation: str = setting("additive", Choice(OPERATIONS))
+    range: tuple[float, float] = setting((0.0, 0.0), _PAIR, required=True)
+    schedule: str | None = setting(None, Choice(SCHEDULES, optional=True))
+    schedule_steps: int = setting(0, Int(1))
+    setup_only: bool = setting(False, FLAG)
+    num_buckets: int = setting(0, Int(0))
 
-    @classmethod
-    def from_node(cls, key: str, node: Any) -> PropertySpec:
-        allowed = (*_SCHEDULE_KEYS, "setup_only", "num_buckets")
-        node, distribution, operation, rng, schedule, steps = _common(
-            key, node, allowed, DISTRIBUTIONS
-        )
-        if distribution == "loguniform" and min(rng) <= 0:
-            raise ConfigError(f"{key}.range", list(rng), "loguniform needs 0 < low <= high")
-        if distribution != "gaussian" and rng[0] > rng[1]:
-            raise ConfigError(f"{key}.range", list(rng), f"{distribution} needs low <= high")
-        setup_only = FLAG.check(f"{key}.setup_only", node.get("setup_only", False))
-        buckets = Int(0).check(f"{key}.num_buckets", node.get("num_buckets", 0))
-        return cls(distribution, operation, rng, schedule, steps, setup_only, buckets)
+    def cross_check(self, prefix: str) -> None:
+        super().cross_check(prefix)
+        low, high = self.range
+        if self.distribution == "loguniform" and min(low, high) <= 0:
+            raise ConfigError(
+                f"{prefix}.range", list(self.range), "loguniform needs 0 < low <= high"
+            )
+        if self.distribution != "gaussian" and low > high:
+            raise ConfigError(
+                f"{prefix}.range", list(self.range), f"{self.distribution} needs low <= high"
+            )
 
     def scale(self, step: int) -> float:
         return schedule_scale(self.schedule, self.schedule_steps, step)
@@ -207,7 +184,7 @@ class RandomizationSettings:
             if name not in _KNOWN:
                 raise ConfigError(f"{_PREFIX}.{name}", params[name], one_of(_KNOWN))
         noise = {
-            name: NoiseSpec.from_node(f"{_PREFIX}.{name}", params[name])
+            name: NoiseSpec.from_cfg(params[name], prefix=f"{_PREFIX}.{name}")
             for name in ("observations", "actions")
             if params.get(name) is not None
         }
@@ -291,5 +268,5 @@ def _properties(
         elif attr not in honoured:
             raise ConfigError(f"{key}.{attr}", spec, one_of(honoured + known))
         else:
-            out[attr] = PropertySpec.from_node(f"{key}.{attr}", spec)
+            out[attr] = PropertySpec.from_cfg(spec, prefix=f"{key}.{attr}")
     return out

@@ -37,6 +37,7 @@ from .errors import ConfigError, one_of
 T = TypeVar("T")
 _KIND = "kind"
 _KEY = "key"
+_REQUIRED = "required"
 INVALID = object()  # what a kind's convert() returns for a value it does not take
 _ABSENT = object()
 
@@ -176,24 +177,23 @@ class Text(Kind):
 
 @dataclass(frozen=True)
 class Many(Kind):
-    """A non-empty list of ``each`` (a tuple), or null when ``optional``; an item's error names
-    ``key[i]``."""
+    """A list of ``each`` (a tuple; ``what`` names them for the message): non-empty unless
+    ``empty``, or null when ``optional``; an item's error names ``key[i]``."""
 
     each: Kind = field(default_factory=lambda: Real())
-    optional: bool = False
     what: str = "numbers"
+    optional: bool = False
+    empty: bool = False
 
     def text(self) -> str:
-        each = self.each.text().removeprefix("must be a number ")
-        return (
-            f"must be {'null or ' if self.optional else ''}a non-empty list of {self.what} {each}"
-        )
+        null, size = "null or " if self.optional else "", "" if self.empty else "non-empty "
+        return f"must be {null}a {size}list of {self.what}"
 
     def check(self, key: str, value: Any) -> Any:
         value = to_plain(value)
         if value in (None, "") and self.optional:
             return None
-        if not isinstance(value, list | tuple) or not value:
+        if not isinstance(value, list | tuple) or not (value or self.empty):
             raise ConfigError(key, value, self.text())
         return tuple(self.each.check(f"{key}[{i}]", item) for i, item in enumerate(value))
 
@@ -243,10 +243,11 @@ def real(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def setting(default: Any, kind: Kind, *, key: str = "") -> Any:
+def setting(default: Any, kind: Kind, *, key: str = "", required: bool = False) -> Any:
     """A dataclass field that :func:`parse` fills: its default and what it takes; ``key``: the
-    config key when it is not the field's name (a trailing ``_`` is dropped from names)."""
-    metadata = {_KIND: kind, _KEY: key}
+    config key when it is not the field's name (a trailing ``_`` is dropped from names);
+    ``required``: a config must give it (the default is only the dataclass's)."""
+    metadata = {_KIND: kind, _KEY: key, _REQUIRED: required}
     if isinstance(default, dict | list):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -254,7 +255,8 @@ def setting(default: Any, kind: Kind, *, key: str = "") -> Any:
 
 def nested(settings: type) -> Any:
     """A field holding a group of settings (its defaults unless given)."""
-    return field(default_factory=settings, metadata={_KIND: Nested(settings=settings), _KEY: ""})
+    metadata = {_KIND: Nested(settings=settings), _KEY: "", _REQUIRED: False}
+    return field(default_factory=settings, metadata=metadata)
 
 
 def _key(f: Field) -> str:
@@ -280,10 +282,12 @@ def parse(cls: type[T], node: Any, prefix: str = "") -> T:
         check_known_keys(prefix, node, keys(cls) + getattr(cls, "OTHERS", ()))
     values = {}
     for f in specs:
-        raw = select(node, _key(f), _ABSENT)
+        raw, kind = select(node, _key(f), _ABSENT), f.metadata[_KIND]
+        full = f"{prefix}.{_key(f)}" if prefix else _key(f)
         if raw is not _ABSENT:
-            full = f"{prefix}.{_key(f)}" if prefix else _key(f)
-            values[f.name] = f.metadata[_KIND].check(full, raw)
+            values[f.name] = kind.check(full, raw)
+        elif f.metadata[_REQUIRED]:
+            raise ConfigError(full, None, "missing: " + kind.text().removeprefix("must be "))
     settings = cls(**values)
     if isinstance(settings, Settings):
         settings.cross_check(prefix)

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._values import select, to_plain
+from ._values import select
 from .errors import ConfigError
-from .schema import FLAG
+from .schema import FLAG, Many, Settings, Text, parse, setting
 
 INSTALL = "pip install -e '.[wandb]' (or pip install wandb==0.31.0)"
 
@@ -23,23 +23,28 @@ def wandb_installed() -> bool:
     return importlib.util.find_spec("wandb") is not None
 
 
+_TEXT = Text("a string", optional=True)
+
+
 @dataclass(frozen=True)
-class WandbSettings:
+class WandbSettings(Settings):
     """Attributes (IsaacGymEnvs' top-level keys without the ``wandb_`` prefix):
     activate: log the run (GMI 0 only): TensorBoard scalars synced, the run config logged.
     group, name, entity, project: the wandb run's group, display name, entity and project
-        (empty group / entity: wandb's defaults).
+        (no group / entity: wandb's defaults; no name: the experiment's).
     tags: the run's tags.
-    logcode_dir: a folder whose code is logged with the run (empty: none).
+    logcode_dir: a folder whose code is logged with the run (none: no code).
     """
 
-    activate: bool = False
-    group: str = ""
-    name: str = ""
-    entity: str = ""
-    project: str = "isaacgymenvs"
-    tags: tuple[str, ...] = ()
-    logcode_dir: str = ""
+    activate: bool = setting(False, FLAG, key="wandb_activate")
+    group: str | None = setting(None, _TEXT, key="wandb_group")
+    name: str | None = setting(None, _TEXT, key="wandb_name")
+    entity: str | None = setting(None, _TEXT, key="wandb_entity")
+    project: str = setting("isaacgymenvs", Text("the name of a project"), key="wandb_project")
+    tags: tuple[str, ...] = setting(
+        (), Many(Text("a string"), "strings", empty=True), key="wandb_tags"
+    )
+    logcode_dir: str | None = setting(None, _TEXT, key="wandb_logcode_dir")
 
     @classmethod
     def from_cfg(cls, cfg: Any, installed: Callable[[], bool] | None = None) -> WandbSettings:
@@ -49,18 +54,8 @@ class WandbSettings:
             return cls()
         if not (installed or wandb_installed)():
             raise ConfigError("wandb_activate", True, f"needs the wandb package: {INSTALL}")
-        tags = to_plain(select(cfg, "wandb_tags", []) or [])
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise ConfigError("wandb_tags", tags, "must be a list of strings")
-        texts = {}
-        for key in ("group", "name", "entity", "project", "logcode_dir"):
-            value = select(cfg, f"wandb_{key}", "")
-            value = "" if value is None else value
-            if not isinstance(value, str):
-                raise ConfigError(f"wandb_{key}", value, "must be a string")
-            texts[key] = value
-        if not texts["project"]:
-            raise ConfigError("wandb_project", "", "must name a project")
-        if texts["logcode_dir"] and not os.path.isdir(texts["logcode_dir"]):
-            raise ConfigError("wandb_logcode_dir", texts["logcode_dir"], "is not a folder")
-        return cls(activate=True, tags=tuple(tags), **texts)
+        return parse(cls, cfg)
+
+    def cross_check(self, prefix: str) -> None:
+        if self.logcode_dir and not os.path.isdir(self.logcode_dir):
+            raise ConfigError("wandb_logcode_dir", self.logcode_dir, "is not a folder")
