@@ -19,10 +19,10 @@ MODE = Mode(
     check=_check_serve,
     trains=False,
     independent_gmis=True,
-    rate="pps",
+    rate="pps",  # predictions/s, measured by the run after its own warm-up
     settings=ServeSettings.from_cfg,
     trial_overrides=lambda steps: {"serve.steps": steps, "serve.record": None},
-    group=ServeSettings.PREFIX,  # predictions/s, measured by the run after its own warm-up
+    group=ServeSettings.PREFIX,
 )
 
 __all__ = ["MODE", "run_serve"]
