@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import ConfigError, one_of
-from .schema import Choice, Int, Real, real
+from .schema import Choice, Int, Real, integer, real
 
 _PREFIX = "train.params.config"
 LR_SCHEDULES = ("adaptive", "linear", "identity", None)
@@ -47,14 +47,11 @@ _OPTIONAL = {
 
 
 def check_epoch_limit(key: str, value: Any) -> int:
-    """An epoch or frame limit: an integer >= 1, or -1 for none."""
-    text = "must be an integer >= 1, or -1 for no limit"
+    """An epoch or frame limit: an integer >= 1 (a whole float too), or -1 for none."""
     number = real(value)
-    if number is not None and number.is_integer():
-        value = int(number)
-    limit = Int(-1).convert(value) if isinstance(value, int | str) else None
-    if not isinstance(limit, int) or (limit < 1 and limit != -1):
-        raise ConfigError(key, value, text)
+    limit = integer(int(number) if number is not None and number.is_integer() else value)
+    if limit is None or (limit < 1 and limit != -1):
+        raise ConfigError(key, value, "must be an integer >= 1, or -1 for no limit")
     return limit
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ._values import to_plain
 from .errors import ConfigError, one_of
-from .schema import FLAG, INVALID, Choice, Int, Kind, Settings, real, setting
+from .schema import FLAG, INVALID, Choice, Int, Scalar, Settings, real, setting
 
 _PREFIX = "task.task.randomization_params"
 NOISE_DISTRIBUTIONS = ("gaussian", "uniform")
@@ -48,7 +48,7 @@ _SIM_PARAMS = (("gravity",), ("rest_offset",))
 
 
 @dataclass(frozen=True)
-class _Pair(Kind):
+class _Pair(Scalar):
     def text(self) -> str:
         return "must be a pair of numbers [a, b]"
 

@@ -28,6 +28,7 @@ each field is checked.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
@@ -42,17 +43,27 @@ INVALID = object()  # what a kind's convert() returns for a value it does not ta
 _ABSENT = object()
 
 
-class Kind:
-    """What one key takes. ``check(key, value)`` returns the typed value or raises."""
+class Kind(ABC):
+    """What one key takes."""
+
+    @abstractmethod
+    def text(self) -> str:
+        """The rule, as the message gives it (``must be ...``)."""
+
+    @abstractmethod
+    def check(self, key: str, value: Any) -> Any:
+        """The typed value; a :class:`ConfigError` naming ``key`` when ``value`` is not one."""
+
+
+class Scalar(Kind):
+    """A kind judged by one conversion: ``convert`` gives the typed value or :data:`INVALID`;
+    ``optional``: null (or empty) is taken, as ``None``."""
 
     optional: bool = False
 
-    def text(self) -> str:
-        raise NotImplementedError
-
+    @abstractmethod
     def convert(self, value: Any) -> Any:
         """The typed value, or :data:`INVALID`."""
-        raise NotImplementedError
 
     def check(self, key: str, value: Any) -> Any:
         value = to_plain(value)
@@ -65,7 +76,7 @@ class Kind:
 
 
 @dataclass(frozen=True)
-class Int(Kind):
+class Int(Scalar):
     """An integer in ``[minimum, maximum]``; ``why`` is added to the message in brackets;
     ``auto``: the string ``auto`` is also taken, as ``None``."""
 
@@ -95,7 +106,7 @@ class Int(Kind):
 
 
 @dataclass(frozen=True)
-class Real(Kind):
+class Real(Scalar):
     """A finite real number within the bounds (``open_*``: that end excluded)."""
 
     low: float = -math.inf
@@ -124,7 +135,7 @@ class Real(Kind):
 
 
 @dataclass(frozen=True)
-class Flag(Kind):
+class Flag(Scalar):
     """``true`` or ``false``."""
 
     optional: bool = False
@@ -140,7 +151,7 @@ FLAG = Flag()
 
 
 @dataclass(frozen=True)
-class Choice(Kind):
+class Choice(Scalar):
     """One of ``allowed``, matched case-insensitively; the canonical spelling is returned."""
 
     allowed: tuple[str, ...] = ()
@@ -158,7 +169,7 @@ class Choice(Kind):
 
 
 @dataclass(frozen=True)
-class Text(Kind):
+class Text(Scalar):
     """A non-empty string (a folder, a name); ``what`` says which, for the message;
     ``lower``: returned stripped and lower-cased."""
 
@@ -203,6 +214,9 @@ class Nested(Kind):
     """A group of settings: another schema dataclass, parsed under ``key``."""
 
     settings: type = object
+
+    def text(self) -> str:
+        return "must be a mapping of settings"
 
     def check(self, key: str, value: Any) -> Any:
         return parse(self.settings, value, key)

@@ -72,6 +72,9 @@ class _Workspace(Text):
 class _Mutations(Kind):
     """``pbt.mutation``: dotted key -> the function that mutates it (in the config's order)."""
 
+    def text(self) -> str:
+        return "must be a mapping of dotted keys to mutation functions"
+
     def check(self, key: str, value: Any) -> dict[str, str]:
         mutation = {}
         for name, function in as_mapping(key, value).items():
