@@ -6,6 +6,7 @@ and dtype are fixed for a run, so both ends agree on the byte layout without sen
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -22,10 +23,7 @@ class KindSpec:
     @property
     def row_bytes(self) -> int:
         """Bytes of one env's row at one step."""
-        count = 1
-        for d in self.shape:
-            count *= d
-        return count * torch.empty((), dtype=self.dtype).element_size()
+        return math.prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
 
     def empty(self, steps: int, envs: int, device: torch.device | str = "cpu") -> torch.Tensor:
         return torch.empty((steps, envs, *self.shape), dtype=self.dtype, device=device)

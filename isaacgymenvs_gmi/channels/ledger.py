@@ -4,7 +4,7 @@ old for the policy) or still in flight at the end, once, and in the actor's orde
 A trainer calls :meth:`Ledger.accept` for each chunk it takes, with the chunk's number on its
 actor's route to this trainer; a duplicate, a gap or a chunk out of order raises
 :class:`ExactlyOnceError`. At the end the run states
-``produced = consumed + dropped for lag + in flight at stop`` (:meth:`Ledger.balance`).
+``produced = consumed + dropped for lag + in flight at stop`` (:func:`balance_line`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,8 @@ class Ledger:
     dropped: int = 0
     in_flight: int = 0
 
-    def accept(
-        self, actor: int, seq: int, transitions: int, outcome: Outcome | bool = "consumed"
-    ) -> None:
-        """Account for chunk ``seq`` of ``actor`` holding ``transitions`` (``outcome`` True /
-        False are short for consumed / dropped)."""
-        if isinstance(outcome, bool):
-            outcome = "consumed" if outcome else "dropped"
+    def accept(self, actor: int, seq: int, transitions: int, outcome: Outcome = "consumed") -> None:
+        """Account for chunk ``seq`` of ``actor`` holding ``transitions``."""
         self.check(actor, seq)
         self.count(outcome, transitions)
 
@@ -53,16 +48,6 @@ class Ledger:
 
     def totals(self) -> tuple[int, int, int]:
         return self.consumed, self.dropped, self.in_flight
-
-    def balance(self, produced: int, in_flight: int | None = None) -> str:
-        """The end-of-run line; raises :class:`ExactlyOnceError` when it does not balance.
-        ``in_flight`` defaults to the chunks accounted as in flight."""
-        return balance_line(
-            produced,
-            self.consumed,
-            self.dropped,
-            self.in_flight if in_flight is None else in_flight,
-        )
 
 
 def balance_line(produced: int, consumed: int, dropped: int, in_flight: int) -> str:

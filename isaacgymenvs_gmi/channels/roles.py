@@ -16,8 +16,7 @@ class AsyncRoles:
 
     @classmethod
     def of(cls, world_size: int, trainers: int) -> AsyncRoles:
-        if not 1 <= trainers < world_size:
-            raise ValueError(f"{trainers} trainers of {world_size} GMIs leaves no actor")
+        """``gmi.trainers`` of ``world_size`` GMIs (checked with the mode: leaves an actor)."""
         return cls(tuple(range(trainers)), tuple(range(trainers, world_size)))
 
     def is_trainer(self, gmi: int) -> bool:

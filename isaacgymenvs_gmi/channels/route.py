@@ -291,13 +291,10 @@ class Route:
             data_at += ring.apart_nbytes
 
     @classmethod
-    def in_process(cls, shape: RouteShape, device: torch.device | str = "cpu") -> Route:
-        """The in-process twin: the same rings in private memory (data apart on ``device``)."""
+    def in_process(cls, shape: RouteShape) -> Route:
+        """The in-process twin: the same rings in private memory."""
         memory = torch.zeros(shape.nbytes, dtype=torch.uint8)
-        data = None
-        if shape.apart_nbytes:
-            data = torch.zeros(shape.apart_nbytes, dtype=torch.uint8, device=device)
-        return cls(shape, memoryview(memory.numpy()), keep=memory, data=data)
+        return cls(shape, memoryview(memory.numpy()), keep=memory)
 
     @classmethod
     def create(

@@ -71,6 +71,4 @@ def channel_specs(mode: ChannelMode, kinds: tuple[KindSpec, ...]) -> tuple[Chann
     carried = tuple(k for k in kinds if k.row_bytes > 0)
     if mode == "uni":
         return (ChannelSpec(0, "experience", carried),)
-    if mode == "multi":
-        return tuple(ChannelSpec(i, k.name, (k,)) for i, k in enumerate(carried))
-    raise ValueError(f"unknown channel mode {mode!r}; use 'multi' or 'uni'")
+    return tuple(ChannelSpec(i, k.name, (k,)) for i, k in enumerate(carried))
