@@ -16,8 +16,8 @@ import torch
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 from .reducers import Reducer, make_reducer
-from .routing import TransportChoice, build_collectives
-from .selector import Strategy, select_strategy
+from .routing import build_collectives
+from .selector import select_strategy
 from .store import Store
 
 Report = Callable[[str], None]  # one status line
@@ -25,17 +25,9 @@ Report = Callable[[str], None]  # one status line
 
 @dataclass(frozen=True)
 class GradientReduction:
-    """This GMI's reducer, with what was chosen for it."""
+    """This GMI's reducer."""
 
     reducer: Reducer
-    transports: TransportChoice
-    algorithm1: Strategy  # Algorithm 1's pick for the layout (``auto``'s prior)
-
-    def describe(self, requested: str, mpl: list[list[int]]) -> str:
-        return (
-            f"gradient reduction: gmi.comm={requested} (Algorithm 1 picks {self.algorithm1} "
-            f"for MPL={mpl}); {self.transports}"
-        )
 
 
 def build_gradient_reduction(
@@ -72,7 +64,10 @@ def build_gradient_reduction(
             report(f"gradient reduction for {numel:,} values: {chosen} (measured: {ms})")
 
     reducer = make_reducer(comm, layout, collectives, on_choice=report_choice)
-    built = GradientReduction(reducer, transports, select_strategy(layout.mpl()))
     if report is not None:
-        report(built.describe(comm, layout.mpl()))
-    return built
+        mpl = layout.mpl()  # Algorithm 1's pick is ``auto``'s prior
+        report(
+            f"gradient reduction: gmi.comm={comm} (Algorithm 1 picks {select_strategy(mpl)} "
+            f"for MPL={mpl}); {transports}"
+        )
+    return GradientReduction(reducer)

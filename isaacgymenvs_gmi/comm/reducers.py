@@ -123,7 +123,6 @@ class TunedReduction(Reducer):
         valid = ["mpr", "har", *(["mrr"] if mrr_valid(layout.mpl()) else [])]
         self.candidates = {s: REDUCERS[s](layout, comm) for s in valid}
         self.choice: dict[int, Strategy] = {}  # gradient numel -> strategy
-        self.measured: dict[int, dict[str, float]] = {}  # numel -> mean seconds per GMI
 
     def sum(self, flat):
         n = flat.numel()
@@ -146,6 +145,6 @@ class TunedReduction(Reducer):
             prefer=self.prior,
             tolerance=1.02,
         )
-        self.choice[flat.numel()], self.measured[flat.numel()] = best, mean
+        self.choice[flat.numel()] = best
         if self.on_choice is not None:
             self.on_choice(flat.numel(), best, mean)
