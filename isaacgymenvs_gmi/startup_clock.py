@@ -35,12 +35,9 @@ def process_start() -> float:
         return time.time()
 
 
-def mark(name: str, when: float | None = None, *, first: bool = False) -> None:
-    """Record mark ``name`` now (or at ``when``); ``first``: keep an earlier record."""
-    key = ENV_PREFIX + name.upper()
-    if first and key in os.environ:
-        return
-    os.environ[key] = repr(time.time() if when is None else when)
+def mark(name: str, when: float | None = None) -> None:
+    """Record mark ``name`` now (or at ``when``)."""
+    os.environ[ENV_PREFIX + name.upper()] = repr(time.time() if when is None else when)
 
 
 def clear() -> None:

@@ -49,10 +49,3 @@ def test_missing_marks_leave_their_phases_out(marks):
 def test_no_line_before_the_first_epoch(marks):
     marks(process=1.0, imports=2.0)
     assert startup_clock.startup_line() is None
-
-
-def test_an_earlier_mark_is_kept_when_asked(marks):
-    marks(process=1.0)
-    startup_clock.mark("process", 5.0, first=True)
-    startup_clock.mark("first_epoch", 3.0)
-    assert startup_clock.startup_line().startswith("start-up 2.0 s")

@@ -39,15 +39,13 @@ class GmiResources:
         p = self.place
         share = "" if self.sm_percent is None else f", {self.sm_percent:g}% of SMs"
         mem = "" if self.memory_fraction is None else f", {self.memory_fraction:.0%} of memory"
+        shared = "" if self.threads == len(self.cores) else f" shared ({self.threads} thread(s))"
         return (
             f"GMI {p.gmi_id}: node {p.node}, device {p.device} slot {p.slot}"
             f"{' (leader)' if p.is_leader else ''}, backend {backend}{share}{mem}, "
-            f"cores {list(self.cores)}{self._share()}, sim {self.sim_device}, "
+            f"cores {list(self.cores)}{shared}, sim {self.sim_device}, "
             f"learner {self.rl_device}"
         )
-
-    def _share(self) -> str:
-        return "" if self.threads == len(self.cores) else f" shared ({self.threads} thread(s))"
 
 
 def unbound(plan: RunPlan) -> GmiResources:

@@ -39,19 +39,15 @@ class GmiProcess:
     verdict: str | None = None
     failed_at: float | None = None
     stopped_since: float | None = None
-    _pipe_open: bool = field(default=True, repr=False)
+    pipe_open: bool = field(default=True, repr=False)
 
     def read(self) -> None:
         """Take the GMI's report if it has sent one (never blocks)."""
-        while self._pipe_open and self.message is None and self.results.poll():
+        while self.pipe_open and self.message is None and self.results.poll():
             try:
                 self.message = self.results.recv()
             except (EOFError, OSError):
-                self._pipe_open = False
-
-    @property
-    def pipe_open(self) -> bool:
-        return self._pipe_open
+                self.pipe_open = False
 
     @property
     def alive(self) -> bool:

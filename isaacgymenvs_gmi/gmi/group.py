@@ -16,6 +16,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from isaacgymenvs_gmi.channels.weights import flatten, unflatten
 from isaacgymenvs_gmi.comm.store import Store
 
 from .guard import CollectiveGuard, GmiTimeoutError
@@ -104,10 +105,9 @@ class GmiGroup:
     # --- replicas ----------------------------------------------------------------------------
     def broadcast_module(self, module: torch.nn.Module, what: str) -> None:
         """GMI 0's parameters and buffers (e.g. normaliser statistics) on every GMI."""
-        tensors = [t for t in (*module.parameters(), *module.buffers()) if t.numel()]
-        flat = torch.cat([t.detach().reshape(-1).float().cpu() for t in tensors])
+        flat = flatten([module])
         self.guard(what, lambda: dist.broadcast(flat, 0, group=self.group))
-        _unflatten(flat, tensors)
+        unflatten(flat, [module])
 
     def check_same(self, modules: list[torch.nn.Module], what: str) -> None:
         """Raise unless every GMI holds bit-identical parameters and buffers (weights and
@@ -180,12 +180,3 @@ def replica_names(modules: list[torch.nn.Module]) -> list[str]:
         else:
             names.append("model" if i == 0 else f"module{i}")
     return names
-
-
-def _unflatten(flat: torch.Tensor, tensors: list[torch.Tensor]) -> None:
-    offset = 0
-    with torch.no_grad():
-        for t in tensors:
-            n = t.numel()
-            t.copy_(flat[offset : offset + n].view_as(t).to(t.dtype))
-            offset += n

@@ -16,9 +16,11 @@ from typing import Literal
 ProcessState = Literal["running", "stopped", "zombie", "gone"]
 PROC = Path("/proc")
 
-_STOPPED = frozenset(b"Tt")  # stopped by a signal (T) or by a tracer (t)
-_ZOMBIE = frozenset(b"Z")  # exited, not yet reaped by its parent
-_DEAD = frozenset(b"Xx")  # being reaped this instant
+_STATES: dict[int, ProcessState] = {
+    **dict.fromkeys(b"Tt", "stopped"),  # stopped by a signal (T) or by a tracer (t)
+    ord("Z"): "zombie",  # exited, not yet reaped by its parent
+    **dict.fromkeys(b"Xx", "gone"),  # being reaped this instant
+}
 
 
 def process_state(pid: int, proc: Path = PROC) -> ProcessState:
@@ -30,14 +32,7 @@ def process_state(pid: int, proc: Path = PROC) -> ProcessState:
     fields = stat_fields(pid, proc)
     if not fields:
         return _signal_probe(pid)
-    state = fields[0][0]
-    if state in _STOPPED:
-        return "stopped"
-    if state in _ZOMBIE:
-        return "zombie"
-    if state in _DEAD:
-        return "gone"
-    return "running"
+    return _STATES.get(fields[0][0], "running")
 
 
 def stat_fields(pid: int, proc: Path = PROC) -> list[bytes] | None:
@@ -63,5 +58,5 @@ def _signal_probe(pid: int) -> ProcessState:
     except (ProcessLookupError, OverflowError):  # OverflowError: too large to be a pid
         return "gone"
     except PermissionError:
-        return "running"  # someone else's process: it exists
+        pass  # someone else's process: it exists
     return "running"

@@ -72,11 +72,6 @@ def loopback_sockets() -> dict[str, str]:
     return {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"} if "lo" in names else {}
 
 
-def _die_with_parent() -> None:
-    """Ask the kernel to kill this GMI if its launcher dies: no orphans, whatever happens."""
-    die_with_parent(signal.SIGKILL)
-
-
 def die_with_parent(signum: int) -> None:
     """Ask the kernel to send this process ``signum`` when the thread that started it ends
     (Linux's parent-death signal; a no-op elsewhere)."""
@@ -123,7 +118,7 @@ def spawned_gmi_main(
     ``results`` and exits 0 or 1."""
     stop = StopRequest(second_stops_now=False, signals=launch.stop_signals).install()
     unblock_stop_signals()  # held back since the launcher started this process
-    _die_with_parent()
+    die_with_parent(signal.SIGKILL)  # no orphan GMI, whatever happens to its launcher
     name_process(f"gmi-{rank}")
     _leave_the_launchers_logs()
     os.environ.update(launch.environ)
@@ -168,7 +163,7 @@ def gmi_main(plan: RunPlan, body: Body) -> Any:
     import torch.distributed as dist
 
     stop = StopRequest(second_stops_now=False).install()
-    _die_with_parent()
+    die_with_parent(signal.SIGKILL)  # no orphan GMI, whatever happens to its launcher
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     timeout = timedelta(seconds=plan.gmi.timeout_s)
     master = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
