@@ -82,7 +82,7 @@ class HierarchicalReduction(Reducer):
     strategy = "har"
 
     def sum(self, flat):
-        leader = self.my_device[self.layout.leader_slot]
+        leader = self.my_device[0]
         self.comm.reduce(flat, leader, self.my_device)
         if self.place.is_leader:
             self.comm.all_reduce(flat, self.leaders)

@@ -47,11 +47,8 @@ def _visible(gpus: list[GpuInfo]) -> list[GpuInfo]:
     spec = os.environ.get("CUDA_VISIBLE_DEVICES")
     if spec is None:
         return gpus
-    out = []
-    for item in (s.strip() for s in spec.split(",") if s.strip()):
-        match = [g for g in gpus if str(g.index) == item or g.uuid == item]
-        out.extend(match)
-    return out
+    items = [s.strip() for s in spec.split(",") if s.strip()]
+    return [g for item in items for g in gpus if str(g.index) == item or g.uuid == item]
 
 
 def detect_inventory() -> Inventory:
@@ -66,8 +63,7 @@ def detect_inventory() -> Inventory:
         return Inventory()
     try:
         gpus = [_gpu_info(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())]
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        driver = driver.decode() if isinstance(driver, bytes) else driver
+        driver = _text(pynvml.nvmlSystemGetDriverVersion())
         return Inventory(gpus=tuple(_visible(gpus)), driver=driver)
     finally:
         pynvml.nvmlShutdown()

@@ -3,8 +3,8 @@
 GMI ids are global ranks. Ranks fill a node first, then the next node; inside a node, GMIs
 ``[d*T, (d+1)*T)`` share local device ``d`` (T = GMIs per device). So for 2 nodes x 2 devices x
 3 GMIs per device, ``MPL = [[0,1,2], [3,4,5], [6,7,8], [9,10,11]]``. The leader of a device (the
-GMI that talks across devices in hierarchical reduction) is the one whose slot is ``leader_slot``
-(paper, Sec. 4.1: ``GMI_id % M == t``).
+GMI that talks across devices in hierarchical reduction) is its first, in slot 0 (paper,
+Sec. 4.1: ``GMI_id % M == t`` with ``t = 0``).
 """
 
 from __future__ import annotations
@@ -32,14 +32,11 @@ class GmiLayout:
     num_nodes: int
     devices_per_node: int
     per_device: int
-    leader_slot: int = 0
 
     def __post_init__(self) -> None:
         for name in ("num_nodes", "devices_per_node", "per_device"):
             if getattr(self, name) < 1:
                 raise ValueError(f"GmiLayout.{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.leader_slot < self.per_device:
-            raise ValueError(f"leader_slot {self.leader_slot} not in [0, {self.per_device})")
 
     @property
     def per_node(self) -> int:
@@ -70,7 +67,7 @@ class GmiLayout:
             device=node * self.devices_per_node + local_device,
             local_device=local_device,
             slot=slot,
-            is_leader=slot == self.leader_slot,
+            is_leader=slot == 0,
         )
 
     def first(self, k: int) -> GmiLayout:
@@ -83,18 +80,18 @@ class GmiLayout:
         if not 1 <= k <= self.world_size:
             raise ValueError(f"{k} GMIs is not between 1 and the {self.world_size} of the layout")
         if k <= t:
-            return GmiLayout(1, 1, k, self.leader_slot if self.leader_slot < k else 0)
+            return GmiLayout(1, 1, k)
         devices, rest = divmod(k, t)
         if rest or devices > self.devices_per_node:
             raise ValueError(
                 f"{k} GMIs must be at most the {t} of one device or fill whole devices of one "
                 f"node (a multiple of {t}, at most {t * self.devices_per_node})"
             )
-        return GmiLayout(1, devices, t, self.leader_slot)
+        return GmiLayout(1, devices, t)
 
     def leaders(self) -> list[int]:
         """The leader GMI of every device, in device order."""
-        return [row[self.leader_slot] for row in self.mpl()]
+        return [row[0] for row in self.mpl()]
 
     def describe(self) -> str:
         return (

@@ -45,7 +45,6 @@ def test_mpl_places_and_leaders():
     assert (p.node, p.local_rank, p.device, p.local_device, p.slot) == (1, 1, 2, 0, 1)
     assert not p.is_leader and layout.place(6).is_leader
     assert layout.leaders() == [0, 3, 6, 9]
-    assert GmiLayout(1, 1, 3, leader_slot=2).leaders() == [2]
     with pytest.raises(ValueError):
         layout.place(12)
     with pytest.raises(ValueError):
@@ -56,8 +55,7 @@ def test_mpl_places_and_leaders():
     ("layout", "k", "expected"),
     [
         (GmiLayout(1, 1, 4), 2, GmiLayout(1, 1, 2)),  # part of the only device
-        (GmiLayout(1, 2, 3, leader_slot=2), 2, GmiLayout(1, 1, 2)),  # leader slot 2 is gone
-        (GmiLayout(1, 3, 2, leader_slot=1), 4, GmiLayout(1, 2, 2, leader_slot=1)),
+        (GmiLayout(1, 3, 2), 4, GmiLayout(1, 2, 2)),  # whole devices
         (GmiLayout(2, 2, 2), 4, GmiLayout(1, 2, 2)),  # the first node, whole
     ],
 )
