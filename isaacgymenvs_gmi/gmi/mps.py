@@ -122,12 +122,3 @@ def mps_daemon() -> Iterator[str]:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 watcher.wait(timeout=10)
             log.info("stopped the MPS daemon we started")
-
-
-@contextlib.contextmanager
-def mps_daemon_for(backend: str) -> Iterator[None]:
-    if backend != "mps":
-        yield
-        return
-    with mps_daemon():
-        yield

@@ -16,6 +16,7 @@ GMI sockets (gloo, NCCL's bootstrap) use the loopback interface.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -28,7 +29,7 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .context import Body
 from .gmi_process import GmiProcess
-from .mps import mps_daemon_for
+from .mps import mps_daemon
 from .rendezvous import make_rendezvous
 from .scratch import private_temp_dir
 from .start_method import start_method
@@ -45,12 +46,9 @@ __all__ = ["GmiFailure", "GmiInterrupted", "spawn_gmis"]
 def gmi_environment(scratch_root: str) -> dict[str, str]:
     """Variables every spawned GMI sets: loopback sockets for gloo and NCCL (unless the user
     chose interfaces), temp files in the run's private folder."""
-    return {**loopback_sockets(), **_user_interfaces(), "TMPDIR": scratch_root}
-
-
-def _user_interfaces() -> dict[str, str]:
     keys = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
-    return {k: os.environ[k] for k in keys if os.environ.get(k)}
+    chosen = {k: os.environ[k] for k in keys if os.environ.get(k)}
+    return {**loopback_sockets(), **chosen, "TMPDIR": scratch_root}
 
 
 def spawn_gmis(plan: RunPlan, body: Body) -> Any:
@@ -91,7 +89,7 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
     try:
         with (
             private_temp_dir() as scratch_root,
-            mps_daemon_for(plan.gmi_backend),
+            mps_daemon() if plan.gmi_backend == "mps" else contextlib.nullcontext(),
             LauncherSignals(processes) as signals,
         ):
             launch = SpawnedLaunch(

@@ -143,11 +143,6 @@ class StopRequest:
         self.signum = self.signum or STARTUP.signum
         return self
 
-    def restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-        self._previous.clear()
-
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
             self.signum = signum
@@ -160,7 +155,9 @@ class StopRequest:
         return self.install()
 
     def __exit__(self, *exc: object) -> None:
-        self.restore()
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self._previous.clear()
 
 
 def announce_stop(signum: int) -> None:
