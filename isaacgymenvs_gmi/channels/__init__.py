@@ -10,37 +10,31 @@ once and in order. Weights go the other way through a :class:`WeightsBoard`. Rou
 live in shared memory between processes, or in private memory in one process (the twin).
 """
 
-from .batcher import Batcher, LagStats, batch_geometry
+from .batcher import Batcher, LagStats
 from .dispenser import Dispenser
 from .kinds import KindSpec, experience_kinds
 from .ledger import ExactlyOnceError, Ledger, balance_line
-from .migrator import Chunk, Collector, pick_route
-from .route import ChannelClosed, Header, Route, RouteShape, route_shape
-from .spec import ChannelMode, ChannelSpec, channel_specs
+from .migrator import Chunk, Collector
+from .route import ChannelClosed, Route, route_shape
+from .spec import channel_specs
 from .weights import WeightsBoard, flatten, unflatten
 
 __all__ = [
     "Batcher",
     "ChannelClosed",
-    "ChannelMode",
-    "ChannelSpec",
     "Chunk",
     "Collector",
     "Dispenser",
     "ExactlyOnceError",
-    "Header",
     "KindSpec",
     "LagStats",
     "Ledger",
     "Route",
-    "RouteShape",
     "WeightsBoard",
     "balance_line",
-    "batch_geometry",
     "channel_specs",
     "experience_kinds",
     "flatten",
-    "pick_route",
     "route_shape",
     "unflatten",
 ]

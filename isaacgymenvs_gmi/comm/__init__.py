@@ -5,28 +5,16 @@
 (:class:`Collectives`: torch.distributed, shared memory, CUDA IPC, or the in-process twin).
 """
 
-from .collectives import Collectives, Group, ThreadCollectives, ThreadHub, TorchCollectives
-from .gradient_reduction import GradientReduction, build_gradient_reduction
-from .reducers import Reducer, make_reducer
-from .routing import RoutedCollectives, TransportChoice, ipc_possible
-from .selector import Strategy, mrr_valid, select_strategy
-from .store import Store
+from .collectives import Collectives
+from .gradient_reduction import build_gradient_reduction
+from .reducers import Reducer
+from .routing import ipc_possible
+from .selector import mrr_valid
 
 __all__ = [
     "Collectives",
-    "GradientReduction",
-    "Group",
     "Reducer",
-    "RoutedCollectives",
-    "Store",
-    "Strategy",
-    "ThreadCollectives",
-    "ThreadHub",
-    "TorchCollectives",
-    "TransportChoice",
     "build_gradient_reduction",
     "ipc_possible",
-    "make_reducer",
     "mrr_valid",
-    "select_strategy",
 ]
