@@ -20,12 +20,7 @@ from .route import Route
 
 def pick_route(routes: Sequence[Route]) -> int:
     """Index of the route with the most free credit (the first among equals)."""
-    best, best_free = 0, -1
-    for i, route in enumerate(routes):
-        free = route.free()
-        if free > best_free:
-            best, best_free = i, free
-    return best
+    return max(range(len(routes)), key=lambda i: routes[i].free())
 
 
 @dataclass

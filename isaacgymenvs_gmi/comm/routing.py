@@ -131,15 +131,9 @@ def _intra(transport, rank, members, store, key, timeout_s, device):
     from .cuda_ipc import CudaIpcCollectives
 
     ipc = CudaIpcCollectives(rank, members, store, key + "/ipc", device, timeout_s=timeout_s)
-    if transport == "ipc":
+    if transport == "ipc" or not shm_supported():
         return ipc, "ipc", None
-    host = (
-        SharedMemoryCollectives(rank, members, store, key + "/shm", timeout_s=timeout_s)
-        if shm_supported()
-        else None
-    )
-    if host is None:
-        return ipc, "ipc", None
+    host = SharedMemoryCollectives(rank, members, store, key + "/shm", timeout_s=timeout_s)
     local = {
         "ipc": _time_all_reduce(ipc, members, device),
         "shm": _time_all_reduce(host, members, device),

@@ -60,22 +60,15 @@ def spawn_gmis(plan: RunPlan, body: Body) -> Any:
     """
     layout, cores = plan.layout, usable_cores()
     if oversubscribed(cores, layout.devices_per_node, layout.per_device):
-        how = {
-            "shared": "each device's GMIs share its cores, every pool sized to its share",
-            "pinned": "some cores carry two GMIs"
-            + (
-                f"; GMI(s) {list(plan.terms.pinned)} keep cores of their own"
-                if plan.terms.pinned
-                else ""
-            ),
-        }
-        chosen = choose_cores(plan.gmi.cores, crowded=True, some_pinned=bool(plan.terms.pinned))
+        pinned = plan.terms.pinned
+        chosen = choose_cores(plan.gmi.cores, crowded=True, some_pinned=bool(pinned))
+        how = "each device's GMIs share its cores, every pool sized to its share"
+        if chosen == "pinned":
+            how = "some cores carry two GMIs"
+            if pinned:
+                how += f"; GMI(s) {list(pinned)} keep cores of their own"
         log.warning(
-            "%d GMIs on %d cores: %s (gmi.cores=%s)",
-            layout.per_node,
-            len(cores),
-            how[chosen],
-            chosen,
+            "%d GMIs on %d cores: %s (gmi.cores=%s)", layout.per_node, len(cores), how, chosen
         )
     method, why = start_method(plan.gmi.start, plan.uses_gpu)
     log.info(
