@@ -152,13 +152,7 @@ class _Member:
         params["config"]["full_experiment_name"] = state.experiment_name
         stats = EpisodeStatsObserver()
         self.observer = MemberObserver(
-            state,
-            self.settings,
-            self.workspace,
-            self.rng,
-            plan.task_name,
-            plan.num_envs,
-            self.say,
+            state, self.settings, self.workspace, self.rng, plan.task_name, plan.num_envs
         )
         runner = Runner(ObserverChain(stats, self.observer))
         hooks = dict(
