@@ -77,14 +77,7 @@ def _starting_state(plan, settings: PbtSettings, workspace: Workspace, member, r
         )
         params = {**settings.initial, **latest.params}
         return MemberState(member, params, latest.experiment_name, latest.checkpoint)
-    params, changes = mutate(
-        settings.initial,
-        settings.mutation,
-        settings.mutation_rate,
-        settings.change_min,
-        settings.change_max,
-        rng,
-    )
+    params, changes = mutate(settings.initial, settings, rng)
     if _real(changes):
         say("starts with " + ", ".join(c.describe() for c in _real(changes)))
     base = plan.train.experiment_name or (

@@ -165,14 +165,7 @@ class MemberObserver(AlgoObserver):
         if decision.params_from is not None and decision.params_from != state.member:
             donor_record = population[decision.params_from]
             base = donor_record.params if donor_record is not None else state.params
-        params, changes = mutate(
-            {**state.params, **base},
-            self.settings.mutation,
-            self.settings.mutation_rate,
-            self.settings.change_min,
-            self.settings.change_max,
-            self.rng,
-        )
+        params, changes = mutate({**state.params, **base}, self.settings, self.rng)
         assert source is not None  # a donor is among the best, whose records are known
         raise Restart(decision, source, params, changes)
 
