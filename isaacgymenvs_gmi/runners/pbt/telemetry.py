@@ -78,13 +78,12 @@ class MemberTelemetry:
         frames_per_epoch: int,
         objective: Callable[[], float | None],
         leader: bool,
-        stream=None,
     ):
         self.state, self.workspace = state, workspace
         self.frames_per_epoch = frames_per_epoch
         self.objective = objective
         self.leader = leader
-        self.stream = stream or sys.stdout
+        self.stream = sys.stdout
         self.live = leader and bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.monotonic()
         self.last: dict[str, Any] = {}
