@@ -102,7 +102,7 @@ def plan_run(
     terms = mode.check(facts)
     video = _video_settings(cfg, mode, task.foreign)
     wandb = WandbSettings.from_cfg(cfg)
-    _check_checkpoint(cfg, task.config, train_params, footprint, resumes=mode.trains)
+    _check_checkpoint(cfg, task.config, train_params, dims, resumes=mode.trains)
     if task.randomization is not None:
         log.info(task.randomization.describe())
     if cfg.test and layout.world_size > 1 and not place.under_torchrun:
@@ -187,7 +187,6 @@ def _task_of(cfg: DictConfig) -> _Task:
             task_cls.check_config(config["env"])
     except TaskConfigError as e:
         raise ConfigError(f"task.env.{e.key}", e.value, e.constraint) from None
-    # refused naming the key
     randomization = None if foreign else RandomizationSettings.from_task_config(config)
     return _Task(cfg.task_name, task_cls, config, foreign, randomization)
 
@@ -202,7 +201,8 @@ class _Placement:
 def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None, mode: Mode) -> _Placement:
     """Where the GMIs go (this node's devices, or torchrun's world), and the transports the
     layout allows (ConfigError naming ``gmi.comm`` or ``gmi.intra_device``)."""
-    node = node_layout(gmi, inventory or _inventory(cuda), mode.independent_gmis)
+    inventory = inventory or (detect_inventory() if cuda else Inventory())
+    node = node_layout(gmi, inventory, mode.independent_gmis)
     world = torchrun_world(os.environ)
     layout = torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
     ipc = ipc_possible(cuda, node.backend)
@@ -240,7 +240,7 @@ def _check_checkpoint(
     cfg: DictConfig,
     task_config: dict,
     train_params: dict,
-    footprint: TaskFootprint,
+    dims: tuple[int, int, int],
     resumes: bool,
 ) -> None:
     """``checkpoint`` loads as plain data and fits this task and network (``test=True`` needs
@@ -251,10 +251,9 @@ def _check_checkpoint(
         return
     from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
 
-    widths = (footprint.num_obs, footprint.num_states, footprint.num_actions)
     resumes = resumes and not cfg.test
     check_checkpoint(
-        str(cfg.checkpoint), cfg.task_name, task_config, train_params, widths, resumes=resumes
+        str(cfg.checkpoint), cfg.task_name, task_config, train_params, dims, resumes=resumes
     )
 
 
@@ -332,10 +331,6 @@ def _bundled_env(task_name: str) -> dict | None:
     if not path.is_file():
         return None
     return OmegaConf.to_container(OmegaConf.load(path).get("env", {}), resolve=False)
-
-
-def _inventory(cuda: bool) -> Inventory:
-    return detect_inventory() if cuda else Inventory()
 
 
 def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:

@@ -26,15 +26,6 @@ PLANNED_KEYS = (  # what the printed command line sets from the choice, or no lo
 )
 
 
-def compose(overrides: list[str]):
-    """The config ``python train.py <overrides>`` would see (the same config sources, in the
-    same order: ``--config-path``, ``--config-dir`` and ``hydra.searchpath`` before the bundled
-    ``cfg/``)."""
-    from isaacgymenvs_gmi.config.compose import compose_config
-
-    return compose_config(*overrides)
-
-
 def main(argv: list[str]) -> int:
     out_dir = Path(".")
     overrides = []
@@ -50,12 +41,13 @@ def main(argv: list[str]) -> int:
         overrides.append("gmi.per_gpu=auto")
     logging.basicConfig(level=logging.WARNING, format="[%(name)s] %(message)s")
     from isaacgymenvs_gmi.config import ConfigError
+    from isaacgymenvs_gmi.config.compose import compose_config
 
     from . import NoRunnableCandidate, choose
     from .report import plot, table
 
     try:
-        choice = choose(compose(overrides))
+        choice = choose(compose_config(*overrides))  # the config train.py would see
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

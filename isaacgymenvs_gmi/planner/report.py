@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .search import Row, SearchResult
+from .search import Candidate, Row, SearchResult
 
 BAR = 20
 
@@ -53,8 +53,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     )
     lines = [head, "-" * len(head)]
     for r in rows:
-        cores = "" if r["cores"] == "auto" else f" {r['cores']}"
-        name = f"per_gpu={r['per_gpu']} num_envs={r['num_envs']}{cores}"
+        name = Candidate(r["per_gpu"], r["num_envs"], r["cores"]).label()
         lines.append(
             f"{name:<34} {_num(r['env_steps_per_s'], ',.0f'):>12} "
             f"{_num(r['memory_mb'], ',.0f'):>11} {_num(r['sat'], '.2f'):>7} "

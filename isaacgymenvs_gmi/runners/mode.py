@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from isaacgymenvs_gmi.comm import ipc_possible
 from isaacgymenvs_gmi.config import GmiConfig, TrainSettings
 from isaacgymenvs_gmi.gmi.context import Body
 from isaacgymenvs_gmi.placement.layout import GmiLayout
@@ -49,11 +48,6 @@ class ModeFacts:
     task_name: str = ""
     dims: tuple[int, int, int] = (0, 0, 0)
 
-    @property
-    def ipc_possible(self) -> bool:
-        """Whether GMIs of one device can open each other's device memory."""
-        return ipc_possible(self.cuda, self.backend)
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -70,22 +64,6 @@ class Claim:
     applies: Callable[[Any], bool]
     switch: str
     undo: str
-
-
-def _nothing_to_check(facts: ModeFacts) -> ModeTerms:
-    return ModeTerms()
-
-
-def _never(plan: RunPlan) -> bool:
-    return False
-
-
-def _no_settings(cfg: Any) -> None:
-    return None
-
-
-def _no_overrides(steps: int) -> dict[str, Any]:
-    return {}
 
 
 @dataclass(frozen=True)
@@ -125,14 +103,14 @@ class Mode:
     name: str
     summary: str
     body: Body
-    check: Callable[[ModeFacts], ModeTerms] = _nothing_to_check
+    check: Callable[[ModeFacts], ModeTerms] = lambda facts: ModeTerms()
     trains: bool = True
     records_video: bool = False
-    in_one_process: Callable[[RunPlan], bool] = _never
+    in_one_process: Callable[[RunPlan], bool] = lambda plan: False
     independent_gmis: bool = False
-    settings: Callable[[Any], Any] = _no_settings
+    settings: Callable[[Any], Any] = lambda cfg: None
     claim: Claim | None = None
     not_searched: str = ""
     rate: str = ""
-    trial_overrides: Callable[[int], dict[str, Any]] = _no_overrides
+    trial_overrides: Callable[[int], dict[str, Any]] = lambda steps: {}
     group: str = ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -25,3 +26,20 @@ class RunResult:
     channels: dict = field(default_factory=dict)
     # async: transitions "produced", "consumed", "dropped", "in_flight"; "lag": policy lag ->
     # chunks trained on
+
+    @classmethod
+    def of_training(cls, observer: Any, lead: bool = True) -> RunResult:
+        """A run of rl-games' agent (``observer.algo``): ``observer``'s episode statistics
+        (``rl.observer.EpisodeStatsObserver``) and the agent's frames, stop and limit; its run
+        folder and last checkpoint where this GMI ``lead``s (writes them)."""
+        algo = observer.algo
+        return cls(
+            mean_reward=observer.mean_reward,
+            mean_length=observer.mean_length,
+            frames=int(getattr(algo, "frame", 0)),
+            experiment_dir=getattr(algo, "experiment_dir", None) if lead else None,
+            history=observer.history,
+            stopped_by=getattr(algo, "stopped_by", None),
+            ended_by=getattr(algo, "ended_by", None),
+            checkpoint=getattr(algo, "last_checkpoint", None) if lead else None,
+        )

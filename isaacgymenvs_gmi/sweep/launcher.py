@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from isaacgymenvs_gmi.config import ConfigError
@@ -34,13 +35,7 @@ from .settings import LauncherSettings
 from .slots import Lease, SlotPool, check_capacity
 
 
-def _compact_error() -> type:
-    from hydra.errors import CompactHydraException
-
-    return CompactHydraException
-
-
-class JobFailed(_compact_error()):
+class JobFailed(CompactHydraException):
     """A job of the sweep failed (crashed, killed); the others ran on. Hydra says it in one
     line when a sweeper reads the job's return value."""
 
@@ -111,7 +106,7 @@ class PackedSweep:
         if gpus and wanted is not None:
             gpus = gpus[: int(wanted)]
         per_gpu = self.settings.per_gpu or _planned_per_gpu(jobs[0])
-        devices = len(gpus) if gpus else _cpu_devices(self.config)
+        devices = len(gpus) if gpus else (1 if wanted is None else int(wanted))
         check_capacity(per_gpu, devices, len(usable_cores()), available_memory(), bool(gpus))
         check_fits(jobs, per_gpu)
         return gpus, devices, per_gpu
@@ -155,11 +150,6 @@ def _refuse(message: str) -> None:
     """Nothing has started: say why and leave as ``train.py`` does for bad input."""
     print(f"error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(2)
-
-
-def _cpu_devices(config: DictConfig) -> int:
-    wanted = OmegaConf.select(config, "gmi.num_gpus")
-    return 1 if wanted is None else int(wanted)
 
 
 def _live(setting: str) -> bool:

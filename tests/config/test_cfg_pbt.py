@@ -15,7 +15,7 @@ from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.runners import MODES, chosen_mode
 from isaacgymenvs_gmi.runners.pbt.mutation import MUTATIONS
 from isaacgymenvs_gmi.runners.pbt.selection import SelectionSettings
-from isaacgymenvs_gmi.runners.pbt.settings import MUTATION_FUNCTIONS, PBT_KEYS, PbtSettings
+from isaacgymenvs_gmi.runners.pbt.settings import PBT_KEYS, PbtSettings
 from tests.conftest import CFG_DIR, compose_config
 from tests.pbt_upstream_files import UPSTREAM_PBT_FILES, write_upstream_pbt_files
 
@@ -44,13 +44,9 @@ def _with_mutation(cfg, key, function):
     return out
 
 
-def test_mutation_functions_are_the_runtimes():
-    assert set(MUTATION_FUNCTIONS) == set(MUTATIONS)
-
-
-def test_selection_fields_build_the_runtimes_settings(ant_pbt):
+def test_the_replace_settings_build_the_runtimes_selection(ant_pbt):
     settings = PbtSettings.from_cfg(ant_pbt)
-    selection = SelectionSettings(**settings.selection_fields)
+    selection = SelectionSettings.of(settings)
     assert selection.replace_fraction_worst == 0.125
     assert selection.replace_threshold_frac_absolute == 0.05
 
@@ -113,7 +109,7 @@ def test_every_bundled_mutation_file_composes_with_its_task(name):
     )
     cfg = compose_config(f"task={task}", "pbt=pbt_default", f"pbt/mutation={name}")
     settings = PbtSettings.from_cfg(cfg)
-    assert settings.mutation and set(settings.mutation.values()) <= set(MUTATION_FUNCTIONS)
+    assert settings.mutation and set(settings.mutation.values()) <= set(MUTATIONS)
 
 
 def test_ant_mutation(compose_cfg):
@@ -215,7 +211,7 @@ def test_unknown_mutation_function_is_refused_listing_them(ant_pbt):
         PbtSettings.from_cfg(_with_mutation(ant_pbt, GAMMA, "mutate_gamma"))
     assert caught.value.key == f"pbt.mutation.{GAMMA}"
     assert str(caught.value).startswith(f"pbt.mutation.{GAMMA}='mutate_gamma': must be one of")
-    for name in MUTATION_FUNCTIONS:
+    for name in MUTATIONS:
         assert repr(name) in caught.value.constraint
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -26,6 +27,7 @@ from isaacgymenvs_gmi.runners.pbt.selection import (
     ranked,
     spread,
 )
+from isaacgymenvs_gmi.runners.pbt.settings import PbtSettings
 
 DEFAULTS = SelectionSettings(0.125, 0.3, 0.5, 0.05)  # IsaacGymEnvs' pbt_default.yaml
 
@@ -120,11 +122,13 @@ def test_mutate_follows_the_rate_and_is_reproducible():
     params = {"train.params.config.gamma": 0.99, "train.params.config.mini_epochs": 4}
     names = {"train.params.config.gamma": "mutate_discount",
              "train.params.config.mini_epochs": "mutate_mini_epochs"}  # fmt: skip
-    same, changes = mutate(params, names, 0.0, 1.1, 1.5, random.Random(0))
+    never = PbtSettings(mutation=names, mutation_rate=0.0, change_min=1.1, change_max=1.5)
+    same, changes = mutate(params, never, random.Random(0))
     assert same == params and changes == []
-    new, changes = mutate(params, names, 1.0, 1.1, 1.5, random.Random(7))
+    always = replace(never, mutation_rate=1.0)
+    new, changes = mutate(params, always, random.Random(7))
     assert [c.key for c in changes] == sorted(names) and all(new[k] != params[k] for k in names)
-    assert mutate(params, names, 1.0, 1.1, 1.5, random.Random(7))[0] == new
+    assert mutate(params, always, random.Random(7))[0] == new
     assert changes[0].describe().startswith("train.params.config.gamma 0.99 -> ")
     assert set(MUTATIONS) == {
         "mutate_float", "mutate_float_min_1", "mutate_eps_clip", "mutate_mini_epochs",

@@ -109,20 +109,18 @@ class Bookkeeping:
             epoch.frames,  # curr_frames
         )
 
-    def save_best(self, reward: float) -> bool:
+    def save_best(self, reward: float) -> None:
         """Save ``reward``'s checkpoint as the best (``nn/<name>``) when it beats the best so
-        far after ``save_best_after`` epochs; returns whether it did. Above ``score_to_win``
-        it ends the run."""
+        far after ``save_best_after`` epochs. Above ``score_to_win`` it ends the run."""
         agent = self.agent
         if not (reward > agent.last_mean_rewards and agent.epoch_num >= agent.save_best_after):
-            return False  # (a NaN reward never improves)
+            return  # (a NaN reward never improves)
         agent.last_mean_rewards = reward
         agent.save(os.path.join(agent.nn_dir, agent.config["name"]))
         win = agent.config.get("score_to_win")
         if win is not None and reward > win:
             say(f"score_to_win {win} reached: {reward:.2f}")
             self.ended_by = self.ended_by or "score_to_win"
-        return True
 
     def save_every_few_epochs(self) -> None:
         """``nn/last_<name>_ep_<epoch>`` every ``save_frequency`` epochs (0: never)."""

@@ -4,7 +4,7 @@ before any process starts; the run survives losing actors down to ``gmi.async.mi
 from __future__ import annotations
 
 from isaacgymenvs_gmi.channels.batcher import batch_geometry
-from isaacgymenvs_gmi.comm import mrr_valid
+from isaacgymenvs_gmi.comm import ipc_possible, mrr_valid
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.runners.mode import ModeFacts, ModeTerms
 from isaacgymenvs_gmi.runners.shared.actor_checks import check_actor_config
@@ -15,7 +15,7 @@ def check_async(facts: ModeFacts) -> ModeTerms:
     expendable."""
     gmi, layout = facts.gmi, facts.layout
     settings = facts.settings
-    if settings.transport == "ipc" and not facts.ipc_possible:
+    if settings.transport == "ipc" and not ipc_possible(facts.cuda, facts.backend):
         raise ConfigError(
             "gmi.async.transport",
             "ipc",

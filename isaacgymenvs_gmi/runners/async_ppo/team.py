@@ -34,7 +34,6 @@ class SoloTrainer:
     """The only trainer: its vote is the outcome."""
 
     size = 1
-    lockstep: PpoLockstep | None = None
 
     def vote(self, ready: bool, signum: int | None, finish: bool) -> Vote:
         return Vote(ready, signum, finish)

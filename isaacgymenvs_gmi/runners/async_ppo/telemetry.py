@@ -24,14 +24,13 @@ class AsyncTelemetry:
     """Samples counters at each epoch; rates come from the oldest sample in the window, never
     from before the first trained batch (start-up, compiling and the first chunk excluded)."""
 
-    def __init__(self, window_s: float = WINDOW_S):
-        self.window_s = window_s
+    def __init__(self):
         self._samples: deque[tuple[float, dict[int, int], int]] = deque()
 
-    def sample(self, produced: dict[int, int], consumed: int, now: float | None = None) -> Rates:
-        now = time.monotonic() if now is None else now
+    def sample(self, produced: dict[int, int], consumed: int) -> Rates:
+        now = time.monotonic()
         self._samples.append((now, dict(produced), consumed))
-        while len(self._samples) > 2 and now - self._samples[1][0] >= self.window_s:
+        while len(self._samples) > 2 and now - self._samples[1][0] >= WINDOW_S:
             self._samples.popleft()
         t0, produced0, consumed0 = self._samples[0]
         span = now - t0
@@ -49,7 +48,7 @@ def progress_line(
     queue_depth: int,
     dropped: int,
     reward: float | None,
-    elapsed_s: float | None = None,
+    elapsed_s: float,
 ) -> str:
     """The lead trainer's line; ``elapsed_s``: training so far, which with the epochs done and
     left gives the ETA."""
@@ -63,8 +62,6 @@ def progress_line(
         f"lag min/mean/max {lag_text} | queue {queue_depth} | dropped {dropped:,} | "
         f"reward {reward_text}"
     )
-    if elapsed_s is None:
-        return line
     eta = None
     if max_epochs > 0 and epoch > 0:
         eta = elapsed_s / epoch * max(max_epochs - epoch, 0)

@@ -89,7 +89,6 @@ class AsyncPpoAgent(ReplicatedPpo, StoppableAgent):
         self._proximal: dict[str, torch.Tensor] = {}
         self.vec_env = _NoEnv()
         self._batch: dict[str, Any] | None = None
-        self.last_rhos: torch.Tensor | None = None
         if lockstep is not None:
             announce(lockstep.group, self.replicate(lockstep))
             self.share_initial_weights()
@@ -161,7 +160,6 @@ class AsyncPpoAgent(ReplicatedPpo, StoppableAgent):
             self.c_bar,
             lam=self.tau,  # the train config's GAE lambda
         )
-        self.last_rhos = targets.rhos
 
         def flat(t: torch.Tensor) -> torch.Tensor:
             return t.transpose(0, 1).reshape(-1, 1)

@@ -77,14 +77,7 @@ def _starting_state(plan, settings: PbtSettings, workspace: Workspace, member, r
         )
         params = {**settings.initial, **latest.params}
         return MemberState(member, params, latest.experiment_name, latest.checkpoint)
-    params, changes = mutate(
-        settings.initial,
-        settings.mutation,
-        settings.mutation_rate,
-        settings.change_min,
-        settings.change_max,
-        rng,
-    )
+    params, changes = mutate(settings.initial, settings, rng)
     if _real(changes):
         say("starts with " + ", ".join(c.describe() for c in _real(changes)))
     base = plan.train.experiment_name or (
@@ -118,17 +111,17 @@ class _Member:
     def train(self) -> RunResult:
         while True:
             try:
-                agent, stats = self._segment()
+                stats = self._segment()
                 break
             except Restart as restart:
                 self._restart(restart)
             except Exception as err:  # noqa: BLE001 - recovered from, or raised below
                 self._recover(err)
-        return self._finish(agent, stats)
+        return self._finish(stats)
 
-    def _segment(self) -> tuple[Any, Any]:
+    def _segment(self) -> Any:
         """Train from ``state.checkpoint`` with ``state.params`` until the run ends (or a
-        :class:`Restart` is raised out of rl-games' loop)."""
+        :class:`Restart` is raised out of rl-games' loop); its statistics observer."""
         from rl_games.torch_runner import Runner
 
         from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver, ObserverChain
@@ -152,13 +145,7 @@ class _Member:
         params["config"]["full_experiment_name"] = state.experiment_name
         stats = EpisodeStatsObserver()
         self.observer = MemberObserver(
-            state,
-            self.settings,
-            self.workspace,
-            self.rng,
-            plan.task_name,
-            plan.num_envs,
-            self.say,
+            state, self.settings, self.workspace, self.rng, plan.task_name, plan.num_envs
         )
         runner = Runner(ObserverChain(stats, self.observer))
         hooks = dict(
@@ -180,10 +167,9 @@ class _Member:
                 }
             )
         finally:
-            writer = getattr(stats.algo, "writer", None)
-            if writer is not None:
-                writer.close()
-        return stats.algo, stats
+            if stats.writer is not None:
+                stats.writer.close()
+        return stats
 
     def _env(self, params: dict[str, Any]) -> Any:
         """The member's env, with its ``task.*`` hyperparameters; a fresh one after every
@@ -299,28 +285,18 @@ class _Member:
         if latest is not None:
             self.state.params = {**self.state.params, **latest.params}
 
-    def _finish(self, agent: Any, stats: Any) -> RunResult:
+    def _finish(self, stats: Any) -> RunResult:
         """The member's final state in the workspace; GMI 0 waits for the others and says
         how the population ended."""
         self.telemetry.close()
-        checkpoint = getattr(agent, "last_checkpoint", None)
-        stopped_by = getattr(agent, "stopped_by", None)
+        result = RunResult.of_training(stats)
+        checkpoint = result.checkpoint
         self.telemetry.publish(
-            "stopped" if stopped_by is not None else "done",
+            "stopped" if result.stopped_by is not None else "done",
             checkpoint=os.path.abspath(checkpoint) if checkpoint else None,
-            frames=int(getattr(agent, "frame", 0)),
+            frames=result.frames,
         )
         self._drop_env()
-        result = RunResult(
-            mean_reward=stats.mean_reward,
-            mean_length=stats.mean_length,
-            frames=int(getattr(agent, "frame", 0)),
-            experiment_dir=getattr(agent, "experiment_dir", None),
-            history=stats.history,
-            stopped_by=stopped_by,
-            ended_by=getattr(agent, "ended_by", None),
-            checkpoint=checkpoint,
-        )
         if self.ctx.rank != 0:
             return result
         live = wait_for_members(self.workspace, self.ctx.plan.gmi.timeout_s)

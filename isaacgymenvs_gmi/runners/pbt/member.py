@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,11 +87,10 @@ class MemberState:
     measured: bool = False  # whether ``objective`` was measured on its current learner
     replaced: int = 0  # times it took another member's weights
     mutated: int = 0  # times its hyperparameters changed after the start
-    history: list[tuple[int, int, float]] = field(default_factory=list)  # (member, frame, obj)
 
 
 class MemberObserver(AlgoObserver):
-    """rl-games observer of member ``state.member`` (``event``: one line per PBT event)."""
+    """rl-games observer of member ``state.member``."""
 
     def __init__(
         self,
@@ -101,15 +100,13 @@ class MemberObserver(AlgoObserver):
         rng: random.Random,
         task_name: str,
         num_envs: int,
-        event: Callable[[str], None],
     ):
         super().__init__()
         self.state, self.settings, self.workspace = state, settings, workspace
-        self.rng, self.task_name, self.event = rng, task_name, event
-        self.selection = SelectionSettings(**settings.selection_fields)
+        self.rng, self.task_name = rng, task_name
+        self.selection = SelectionSettings.of(settings)
         self.objective = Objective(num_envs)
         self.algo: Any = None
-        self.best_objective: float | None = None
 
     def after_init(self, algo: Any) -> None:
         self.algo = algo
@@ -168,14 +165,7 @@ class MemberObserver(AlgoObserver):
         if decision.params_from is not None and decision.params_from != state.member:
             donor_record = population[decision.params_from]
             base = donor_record.params if donor_record is not None else state.params
-        params, changes = mutate(
-            {**state.params, **base},
-            self.settings.mutation,
-            self.settings.mutation_rate,
-            self.settings.change_min,
-            self.settings.change_max,
-            self.rng,
-        )
+        params, changes = mutate({**state.params, **base}, self.settings, self.rng)
         assert source is not None  # a donor is among the best, whose records are known
         raise Restart(decision, source, params, changes)
 

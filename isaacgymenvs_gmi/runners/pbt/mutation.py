@@ -19,7 +19,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .settings import PbtSettings
 
 Mutation = Callable[..., Any]  # (value, rng, change_min, change_max) -> new value
 
@@ -71,21 +74,18 @@ class Change:
 
 
 def mutate(
-    params: Mapping[str, Any],
-    mutations: Mapping[str, str],
-    rate: float,
-    change_min: float,
-    change_max: float,
-    rng: random.Random,
+    params: Mapping[str, Any], settings: PbtSettings, rng: random.Random
 ) -> tuple[dict[str, Any], list[Change]]:
-    """``params`` (dotted key -> value) with each key of ``mutations`` mutated with probability
-    ``rate`` by the function it names; returns the new params and what changed, in key order."""
+    """``params`` (dotted key -> value) with each key of ``pbt.mutation`` mutated with
+    probability ``pbt.mutation_rate`` by the function it names (``settings``: ``pbt.*``);
+    returns the new params and what changed, in key order."""
     new, changes = dict(params), []
-    for key in sorted(mutations):
-        if rng.random() >= rate:
+    for key in sorted(settings.mutation):
+        if rng.random() >= settings.mutation_rate:
             continue
         before = params[key]
-        after = MUTATIONS[mutations[key]](before, rng, change_min, change_max)
+        mutation = MUTATIONS[settings.mutation[key]]
+        after = mutation(before, rng, settings.change_min, settings.change_max)
         new[key] = after
         changes.append(Change(key, before, after))
     return new, changes

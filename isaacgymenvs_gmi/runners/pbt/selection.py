@@ -21,7 +21,8 @@ import math
 import random
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class SelectionSettings:
     replace_fraction_best: float
     replace_threshold_frac_std: float
     replace_threshold_frac_absolute: float
+
+    @classmethod
+    def of(cls, settings: Any) -> SelectionSettings:
+        """The ``replace_*`` fields of ``settings`` (``pbt.*``)."""
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,9 @@ from isaacgymenvs_gmi.config.schema import (
 )
 from isaacgymenvs_gmi.config.upstream_switches import pbt_enabled
 
+from .mutation import MUTATIONS
+
 MUTATED_PREFIXES = ("train.params.config.", "task.env.")
-MUTATION_FUNCTIONS = (
-    "mutate_float",
-    "mutate_float_min_1",
-    "mutate_eps_clip",
-    "mutate_mini_epochs",
-    "mutate_discount",
-)
 # What each function can mutate (the rest: any finite number).
 _MUTABLE = {
     "mutate_mini_epochs": Int(1),
@@ -83,7 +78,7 @@ class _Mutations(Kind):
                 raise ConfigError(
                     where, function, "only train.params.config.* and task.env.* keys are mutated"
                 )
-            mutation[name] = Choice(MUTATION_FUNCTIONS).check(where, function)
+            mutation[name] = Choice(tuple(MUTATIONS)).check(where, function)
         return mutation
 
 
@@ -155,16 +150,6 @@ class PbtSettings(Settings):
                 f"must be a number in [1, {prefix}.change_max] ({prefix}.change_max="
                 f"{self.change_max:g})",
             )
-
-    @property
-    def selection_fields(self) -> dict[str, float]:
-        """The four ``replace_*`` settings, by name (what selecting a donor reads)."""
-        return {
-            "replace_fraction_worst": self.replace_fraction_worst,
-            "replace_fraction_best": self.replace_fraction_best,
-            "replace_threshold_frac_std": self.replace_threshold_frac_std,
-            "replace_threshold_frac_absolute": self.replace_threshold_frac_absolute,
-        }
 
     def describe(self) -> str:
         """One line for the start-up log."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isaacgymenvs_gmi.console import progress_bar, timing
+from isaacgymenvs_gmi.gmi.liveness import is_alive
 from isaacgymenvs_gmi.gmi.status import end_live, say, show_live
 
 from .member import MemberState
@@ -42,14 +43,8 @@ def announce_start(workspace: Workspace, member: int) -> None:
 def _running_here(status: Mapping[str, Any]) -> bool:
     """Whether the member that wrote ``status`` is a live process on this host (an exited one
     its parent has not reaped yet counts as gone)."""
-    import psutil
-
-    if status.get("host") != socket.gethostname() or not isinstance(status.get("pid"), int):
-        return False
-    try:
-        return psutil.Process(status["pid"]).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    pid = status.get("pid")
+    return status.get("host") == socket.gethostname() and isinstance(pid, int) and is_alive(pid)
 
 
 def event(member: int) -> Callable[[str], None]:
@@ -83,13 +78,12 @@ class MemberTelemetry:
         frames_per_epoch: int,
         objective: Callable[[], float | None],
         leader: bool,
-        stream=None,
     ):
         self.state, self.workspace = state, workspace
         self.frames_per_epoch = frames_per_epoch
         self.objective = objective
         self.leader = leader
-        self.stream = stream or sys.stdout
+        self.stream = sys.stdout
         self.live = leader and bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.monotonic()
         self.last: dict[str, Any] = {}

@@ -48,8 +48,8 @@ def run_serve(ctx: GmiContext) -> RunResult | None:
     total = Played.merge(everyone)
     for line in summary_lines(everyone, plan.num_envs, total):
         say(line)
-    if _settings(plan).record:
-        _merge_recording(_settings(plan).record, len(everyone), total)
+    if plan.mode_settings.record:
+        _merge_recording(plan.mode_settings.record, len(everyone), total)
     return RunResult(
         mean_reward=total.mean_reward,
         mean_length=total.mean_length,
@@ -60,10 +60,6 @@ def run_serve(ctx: GmiContext) -> RunResult | None:
     )
 
 
-def _settings(plan) -> ServeSettings:
-    return plan.mode_settings or ServeSettings()
-
-
 def _serve(ctx: GmiContext, scratch: str) -> Played:
     """Play this GMI's share; its numbers for GMI 0."""
     from isaacgymenvs_gmi.channels import Collector, Route, WeightsBoard, flatten
@@ -71,6 +67,7 @@ def _serve(ctx: GmiContext, scratch: str) -> Played:
     from isaacgymenvs_gmi.runners.shared.acting import build_actor
 
     plan, rank = ctx.plan, ctx.rank
+    settings: ServeSettings = plan.mode_settings
     route = Route.in_process(route_shape_for(plan, AsyncSettings()))  # the channels' defaults
     links = lambda numel: ActorLinks([route], WeightsBoard.in_process(numel))  # noqa: E731
     # the collector runs between chunks in this process: a deadline would only split them
@@ -84,14 +81,14 @@ def _serve(ctx: GmiContext, scratch: str) -> Played:
         actor.board.publish(flatten(actor.modules), version)
         carried = tuple(k for k in kinds_of(plan) if k.row_bytes)
         collector = Collector([rank], [route], carried)
-        steps = _settings(plan).steps or int(env.max_episode_length)
+        steps = settings.steps or int(env.max_episode_length)
         chunks = math.ceil(steps / actor.dispenser.chunk_steps)
         if rank == 0:
             source = plan.checkpoint or "the initial policy"
             say(
                 f"serving {source} (policy version {version}) on every GMI: "
                 f"{chunks * actor.dispenser.chunk_steps} steps x {plan.num_envs} envs each"
-                + (f", recording to {_settings(plan).record}" if _settings(plan).record else "")
+                + (f", recording to {settings.record}" if settings.record else "")
             )
         with _recorder(ctx, carried, version) as recorder:
             return _play(ctx, actor, collector, recorder, chunks)
@@ -105,7 +102,7 @@ def _recorder(ctx: GmiContext, carried, version: int):
     from .sink import recorder_kinds
 
     plan = ctx.plan
-    if not _settings(plan).record:
+    if not plan.mode_settings.record:
         return contextlib.nullcontext()
     meta = {
         "task": plan.task_name,
@@ -117,7 +114,7 @@ def _recorder(ctx: GmiContext, carried, version: int):
         "obs": "as the policy saw them, before its normalisation",
     }
     return ExperienceRecorder(
-        _settings(plan).record,
+        plan.mode_settings.record,
         gmi=ctx.rank,
         num_envs=plan.num_envs,
         kinds=recorder_kinds(carried),

@@ -20,14 +20,16 @@ from isaacgymenvs_gmi.patches.synced_advantages import covered, synced_prepare_d
 from isaacgymenvs_gmi.patches.synced_normalizers import sync_normalizers
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
+from .agents import policy_modules
+
 
 class PpoLockstep:
     """One learner's exchanges with the others of ``group``; ``reducer`` carries the
     gradients."""
 
-    def __init__(self, group: GmiGroup, reducer: Reducer, buckets: GradientBuckets | None = None):
+    def __init__(self, group: GmiGroup, reducer: Reducer):
         self.group, self.reducer = group, reducer
-        self.buckets = buckets or GradientBuckets()
+        self.buckets = GradientBuckets()
 
     def average_gradients(self, params: Iterable[torch.nn.Parameter]) -> None:
         """Each ``.grad`` becomes its mean over GMIs: flatten into buckets, reduce, unflatten."""
@@ -130,7 +132,7 @@ class ReplicatedPpo:
 
     def replicas(self) -> list:
         """The modules every replica must hold identically."""
-        return [self.model, *([self.central_value_net] if self.has_central_value else [])]
+        return policy_modules(self)
 
     def share_initial_weights(self) -> None:
         """GMI 0's weights (and normaliser statistics) everywhere, then checked identical."""

@@ -17,6 +17,8 @@ from isaacgymenvs_gmi.rl.finite_check import ensure_finite, epoch_values
 from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
 
+from .agents import policy_modules
+
 log = logging.getLogger(__name__)
 
 
@@ -106,7 +108,7 @@ class StoppableAgent(A2CAgent):
         self.before_epoch(self.epoch_num + 1)
         result = super().train_epoch()
         reward = self.game_rewards.get_mean() if self.game_rewards.current_size else None
-        ensure_finite(self._learner_modules(), self.epoch_num, epoch_values(result, reward))
+        ensure_finite(policy_modules(self), self.epoch_num, epoch_values(result, reward))
         self._last_end = time.perf_counter()
         self.end_epoch(result)
         signum = self.should_stop()
@@ -138,10 +140,6 @@ class StoppableAgent(A2CAgent):
     def compile_note(self) -> str:
         """How this process's XLA programs were had so far (for the start-up line)."""
         return compile_counts().describe()
-
-    def _learner_modules(self) -> list:
-        cv = self.central_value_net if getattr(self, "has_central_value", False) else None
-        return [self.model, *([cv] if cv is not None else [])]
 
     def save(self, fn):
         super().save(fn)

@@ -13,14 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
-from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
-from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 from isaacgymenvs_gmi.runners.shared.lockstep import PpoLockstep, ReplicatedPpo, announce
 from isaacgymenvs_gmi.runners.shared.stopping import StoppableAgent
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
-
-from .telemetry import EpochTelemetry
 
 CHECK_EVERY = 10  # epochs between replica fingerprint checks
 
@@ -33,25 +28,9 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
     over all GMIs, so it stays right when a run resumes with another number of GMIs.
     """
 
-    def __init__(
-        self,
-        base_name,
-        params,
-        *,
-        lockstep: PpoLockstep,
-        telemetry: EpochTelemetry,
-        before_epoch: EpochHook = no_fault,
-        should_stop: StopCheck = never_stop,
-        trace: NonFiniteTrace | None = None,
-    ):
-        super().__init__(
-            base_name,
-            params,
-            should_stop=should_stop,
-            before_epoch=before_epoch,
-            telemetry=telemetry,
-            trace=trace,
-        )
+    def __init__(self, base_name, params, *, lockstep: PpoLockstep, **hooks):
+        """``hooks``: :class:`StoppableAgent`'s (its stop check, epoch hook, telemetry)."""
+        super().__init__(base_name, params, **hooks)
         group = self.group = lockstep.group
         swapped = self.replicate(lockstep)
         announce(group, swapped)

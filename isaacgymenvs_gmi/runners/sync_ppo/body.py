@@ -97,9 +97,8 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
         )
         for env in envs:
             env.close()
-        writer = getattr(observer.algo, "writer", None)
-        if writer is not None:
-            writer.close()  # flush; an open tensorboardX writer thread errors at interpreter exit
+        if observer.writer is not None:
+            observer.writer.close()  # flush; an open tensorboardX writer thread errors at exit
     return _played(envs) if plan.test else _trained(ctx, observer)
 
 
@@ -155,16 +154,9 @@ def _played(envs: list[Any]) -> RunResult:
 
 
 def _trained(ctx: GmiContext, observer: Any) -> RunResult:
-    plan, rank, algo = ctx.plan, ctx.rank, observer.algo
+    plan = ctx.plan
     frames_per_epoch = plan.num_envs * plan.train.horizon_length * plan.world_size
-    return RunResult(
-        mean_reward=observer.mean_reward,
-        mean_length=observer.mean_length,
-        frames=int(getattr(algo, "frame", 0)),
-        experiment_dir=getattr(algo, "experiment_dir", None) if rank == 0 else None,
-        history=observer.history,
-        stopped_by=getattr(algo, "stopped_by", None),
-        ended_by=getattr(algo, "ended_by", None),
-        checkpoint=getattr(algo, "last_checkpoint", None) if rank == 0 else None,
-        epoch_rates=[frames_per_epoch / max(t, 1e-9) for t in getattr(algo, "epoch_seconds", [])],
-    )
+    result = RunResult.of_training(observer, lead=ctx.rank == 0)
+    seconds = getattr(observer.algo, "epoch_seconds", [])
+    result.epoch_rates = [frames_per_epoch / max(t, 1e-9) for t in seconds]
+    return result
