@@ -8,23 +8,13 @@ from .errors import ConfigError
 from .gmi import GMI_BACKENDS, GMI_COMMS, GmiConfig
 from .ignored import ignored_physx_keys, report_ignored_keys
 from .resolvers import register_resolvers
-from .sim import (
-    MJX_IMPLS,
-    SIM_BACKEND_CHOICES,
-    SIM_BACKENDS,
-    SimSettings,
-    detect_platform,
-    resolve_sim_settings,
-)
+from .sim import SimSettings, detect_platform, resolve_sim_settings
 from .train_checks import divisors_near, validate_train_config
 from .training import TrainSettings
 
 __all__ = [
     "GMI_BACKENDS",
     "GMI_COMMS",
-    "MJX_IMPLS",
-    "SIM_BACKENDS",
-    "SIM_BACKEND_CHOICES",
     "ConfigError",
     "GmiConfig",
     "SimSettings",

@@ -55,8 +55,8 @@ _reported = False
 
 def ignored_physx_keys(cfg: Any) -> list[str]:
     """Dotted keys of Isaac-Gym-only settings present in ``cfg``, in a fixed order."""
-    keys = [k for k in TOP_LEVEL_KEYS + TASK_KEYS if _has(cfg, k)]
-    plane = _get(cfg, _PLANE)
+    keys = [k for k in TOP_LEVEL_KEYS + TASK_KEYS if _lookup(cfg, k) is not _ABSENT]
+    plane = _lookup(cfg, _PLANE)
     if isinstance(plane, Mapping):
         keys.extend(f"{_PLANE}.{name}" for name in plane)
     return keys
@@ -105,12 +105,3 @@ def _lookup(cfg: Any, key: str) -> Any:
             return _ABSENT
         node = node[part]
     return node
-
-
-def _get(cfg: Any, key: str) -> Any:
-    value = _lookup(cfg, key)
-    return None if value is _ABSENT else value
-
-
-def _has(cfg: Any, key: str) -> bool:
-    return _lookup(cfg, key) is not _ABSENT

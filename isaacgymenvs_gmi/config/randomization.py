@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._values import to_plain
+from ._values import as_mapping, to_plain
 from .errors import ConfigError, one_of
 from .schema import FLAG, INVALID, Choice, Int, Scalar, Settings, real, setting
 
@@ -86,11 +86,18 @@ def scheduled_range(
 
 
 class _Scheduled(Settings):
-    """What noise and properties share: a schedule needs its length."""
+    """What noise and properties share: a schedule, which needs its length."""
+
+    schedule: str | None
+    schedule_steps: int
 
     def cross_check(self, prefix: str) -> None:
-        if self.schedule is not None and self.schedule_steps < 1:  # type: ignore[attr-defined]
+        if self.schedule is not None and self.schedule_steps < 1:
             raise ConfigError(f"{prefix}.schedule_steps", None, "must be an integer >= 1")
+
+    def scale(self, step: int) -> float:
+        """How much of it is on at physics step ``step`` (0..1)."""
+        return schedule_scale(self.schedule, self.schedule_steps, step)
 
 
 @dataclass(frozen=True)
@@ -107,10 +114,6 @@ class NoiseSpec(_Scheduled):
     range_correlated: tuple[float, float] = setting((0.0, 0.0), _PAIR)
     schedule: str | None = setting(None, Choice(SCHEDULES, optional=True))
     schedule_steps: int = setting(0, Int(1))
-
-    def scale(self, step: int) -> float:
-        """How much of the noise is on at physics step ``step`` (0..1)."""
-        return schedule_scale(self.schedule, self.schedule_steps, step)
 
 
 @dataclass(frozen=True)
@@ -139,9 +142,6 @@ class PropertySpec(_Scheduled):
             raise ConfigError(
                 f"{prefix}.range", list(self.range), f"{self.distribution} needs low <= high"
             )
-
-    def scale(self, step: int) -> float:
-        return schedule_scale(self.schedule, self.schedule_steps, step)
 
 
 @dataclass(frozen=True)
@@ -219,11 +219,7 @@ class RandomizationSettings:
 
 def _sim_params(node: Any, not_applied: list[str]) -> PropertySpec | None:
     key = f"{_PREFIX}.sim_params"
-    node = to_plain(node)
-    if node is None:
-        return None
-    if not isinstance(node, Mapping):
-        raise ConfigError(key, node, "must be a mapping")
+    node = as_mapping(key, node)
     return _properties(key, "sim_params", node, _SIM_PARAMS, not_applied).get("gravity")
 
 

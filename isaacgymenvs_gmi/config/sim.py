@@ -19,9 +19,8 @@ logger = logging.getLogger(__name__)
 SimBackend = Literal["mujoco", "mjx"]
 MjxImpl = Literal["jax", "warp"]
 
-#: Values accepted for ``sim_backend`` ("auto" is resolved to one of SIM_BACKENDS).
+#: Values accepted for ``sim_backend`` ("auto" is resolved to one of the others).
 SIM_BACKEND_CHOICES: tuple[str, ...] = ("auto", *get_args(SimBackend))
-SIM_BACKENDS: tuple[SimBackend, ...] = get_args(SimBackend)
 MJX_IMPLS: tuple[MjxImpl, ...] = get_args(MjxImpl)
 #: JAX platform names that mean "a CUDA GPU is usable from JAX".
 JAX_GPU_PLATFORMS: tuple[str, ...] = ("gpu", "cuda")

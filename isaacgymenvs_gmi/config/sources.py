@@ -251,7 +251,6 @@ def _workarounds_dropped(args: list[str]) -> list[str]:
     return out
 
 
-_FIRST: tuple[str, ...] = ()  # the user's folders, while user_sources_first() is active
 _ACTIVE: ConfigSources | None = None  # the sources, while user_sources_first() is active
 
 
@@ -259,16 +258,15 @@ _ACTIVE: ConfigSources | None = None  # the sources, while user_sources_first() 
 def user_sources_first(sources: ConfigSources) -> Iterator[None]:
     """While active, Hydra searches ``sources``' user folders before its primary folder (the
     bundled one). Wrap ``hydra.main`` or ``initialize_config_dir`` + ``compose`` in it."""
-    global _FIRST, _ACTIVE
+    global _ACTIVE
     from hydra.core.plugins import Plugins
 
     Plugins.instance().register(_plugin_class())
-    previous, _FIRST = _FIRST, sources.user_entries
-    previous_sources, _ACTIVE = _ACTIVE, sources
+    previous, _ACTIVE = _ACTIVE, sources
     try:
         yield
     finally:
-        _FIRST, _ACTIVE = previous, previous_sources
+        _ACTIVE = previous
 
 
 def active_source_args() -> list[str]:
@@ -286,7 +284,7 @@ def _plugin_class() -> type:
         """Hydra search path plugin: the user's folders before the primary (bundled) one."""
 
         def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-            for entry in _FIRST:
+            for entry in _ACTIVE.user_entries if _ACTIVE is not None else ():
                 search_path.prepend("user", entry, anchor=SearchPathQuery(provider="main"))
 
     return UserSourcesFirst

@@ -49,8 +49,7 @@ def validate_train_config(
 
     if config.get("minibatch_size") is not None:
         key = f"{_PREFIX}.minibatch_size"
-        minibatch = Int(1).check(key, config["minibatch_size"])
-        given = minibatch
+        given = minibatch = Int(1).check(key, config["minibatch_size"])
     elif config.get("minibatch_size_per_env") is not None:
         key = f"{_PREFIX}.minibatch_size_per_env"
         given = Int(1).check(key, config["minibatch_size_per_env"])

@@ -44,13 +44,9 @@ class TrainSettings:
         return cls(
             horizon_length=horizon,
             torch_deterministic=bool(select(cfg, "torch_deterministic", False)),
-            sigma=_sigma(select(cfg, "sigma", "")),
+            sigma=Real(optional=True).check("sigma", select(cfg, "sigma", "")),
             central_value=config.get("central_value_config") is not None,
             experiment_name=select(cfg, "full_experiment_name"),
             train_dir=str(select(cfg, "train_dir") or "runs"),
             value_bootstrap=bool(config.get("value_bootstrap", False)),
         )
-
-
-def _sigma(value: Any) -> float | None:
-    return Real(optional=True).check("sigma", value)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from ._values import select
-from .ignored import TOP_LEVEL_KEYS as ISAAC_GYM_ONLY
 from .schema import Flag
 
 HONOURED = (
@@ -47,16 +46,6 @@ HONOURED = (
 )
 NAMED = ("headless", "multi_gpu", "pbt")  # see not_applied()
 PBT_OFF_KEYS = ("enabled", "policy_idx")  # what a PBT-off config (pbt=no_pbt) carries
-
-
-def upstream_key_handling(key: str) -> str:
-    """How the top-level ``key`` of IsaacGymEnvs' config.yaml is handled here: ``honoured``,
-    ``isaac-gym-only`` or ``named``; ``unknown`` for a key upstream does not have."""
-    if key in HONOURED:
-        return "honoured"
-    if key in ISAAC_GYM_ONLY:
-        return "isaac-gym-only"
-    return "named" if key in NAMED else "unknown"
 
 
 def pbt_enabled(cfg: Any) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,12 +46,11 @@ class WandbSettings(Settings):
     logcode_dir: str | None = setting(None, _TEXT, key="wandb_logcode_dir")
 
     @classmethod
-    def from_cfg(cls, cfg: Any, installed: Callable[[], bool] | None = None) -> WandbSettings:
-        """From the composed top-level config (raises :class:`ConfigError` naming the key);
-        ``installed`` says whether wandb can be imported (default: look for it)."""
+    def from_cfg(cls, cfg: Any) -> WandbSettings:
+        """From the composed top-level config (raises :class:`ConfigError` naming the key)."""
         if not FLAG.check("wandb_activate", select(cfg, "wandb_activate", False)):
             return cls()
-        if not (installed or wandb_installed)():
+        if not wandb_installed():
             raise ConfigError("wandb_activate", True, f"needs the wandb package: {INSTALL}")
         return parse(cls, cfg)
 

@@ -83,7 +83,7 @@ def _run_unmarked() -> list:
     import torch._compile
     from torch.optim.optimizer import Optimizer
 
-    marker = torch._compile._disable_dynamo(_nothing).__code__  # torch's marking wrapper
+    marker = torch._compile._disable_dynamo(lambda: None).__code__  # torch's marking wrapper
     unmarked = []
     for attr in vars(Optimizer).values():
         inner = getattr(attr, "__wrapped__", None)
@@ -94,20 +94,8 @@ def _run_unmarked() -> list:
     return unmarked
 
 
-def _nothing() -> None:
-    return None
-
-
 def _graph_break(msg: str = "") -> None:
     """Outside compiled code the real one does nothing either."""
-
-
-class _UnusedTraceRules:
-    """``trace_rules`` of a compiler that never ran: its caches are empty."""
-
-    @staticmethod
-    def clear_lru_cache() -> None:
-        return None
 
 
 class _RecordedConfig:
@@ -134,7 +122,8 @@ class _CompilerStandIn(types.ModuleType):
         super().__init__(name)
         self.config = _RecordedConfig(self._load)
         self.graph_break = _graph_break
-        self.trace_rules = _UnusedTraceRules()
+        # trace_rules of a compiler that never ran: its caches are empty
+        self.trace_rules = types.SimpleNamespace(clear_lru_cache=lambda: None)
         self._unmarked = unmarked
 
     def __getattr__(self, name: str):

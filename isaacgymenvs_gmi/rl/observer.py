@@ -47,8 +47,7 @@ class EpisodeStatsObserver(AlgoObserver):
         if self._count == 0:
             return
         reward, length = (self._sums / self._count).tolist()
-        self._sums.zero_()
-        self._count = 0
+        self.after_clear_stats()
         self.mean_reward, self.mean_length = reward, length
         self.history.append((int(frame), float(total_time), reward))
         if self.writer is not None:

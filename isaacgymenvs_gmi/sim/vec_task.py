@@ -341,16 +341,7 @@ class VecTask:
         packed = self._adopt(packed_out)  # (N, num_obs + 5 [+ ...]), columns as in StepLogic.pack
         obs, tail = packed.split([self.num_obs, packed.shape[1] - self.num_obs], dim=1)
         reward, reset, timeout, ep_return, ep_length = tail[:, :5].unbind(1)
-        self.obs_buf, self.rew_buf = obs, reward
-        self.reset_buf = reset.long()
-        self.timeout_buf = timeout > 0.5
-        self._set_obs(obs)
-        self.extras = {
-            "time_outs": self.timeout_buf,
-            "episode_return": ep_return,
-            "episode_length": ep_length,
-        }
-        return self.obs_dict, self.rew_buf, self.reset_buf, self.extras
+        return self._set_outputs(obs, reward, reset.long(), timeout > 0.5, ep_return, ep_length)
 
     def _publish_host(self, out: StepOutput):
         """:meth:`_publish` for numpy outputs (the mujoco backend), in numpy: right after the
@@ -358,14 +349,16 @@ class VecTask:
         every step, as in :meth:`_publish`: zero-copy views of the step's own arrays."""
         cpu = self._torch_rl_device.type == "cpu"
         adopt = torch.from_numpy if cpu else self._adopt
-        self.obs_buf = adopt(out.obs)
-        self.rew_buf = adopt(out.reward)
-        self.reset_buf = adopt(out.reset.astype(np.int64))
-        self.timeout_buf = adopt(out.timeout)
-        self._set_obs(self.obs_buf)
+        return self._set_outputs(*map(adopt, out._replace(reset=out.reset.astype(np.int64))))
+
+    def _set_outputs(self, obs, reward, reset, timeout, ep_return, ep_length):
+        """One step's tensors on rl_device as IsaacGymEnvs publishes them: its buffers,
+        ``obs_dict`` and ``extras``."""
+        self.obs_buf, self.rew_buf, self.reset_buf, self.timeout_buf = obs, reward, reset, timeout
+        self._set_obs(obs)
         self.extras = {
-            "time_outs": self.timeout_buf,
-            "episode_return": adopt(out.episode_return),
-            "episode_length": adopt(out.episode_length),
+            "time_outs": timeout,
+            "episode_return": ep_return,
+            "episode_length": ep_length,
         }
         return self.obs_dict, self.rew_buf, self.reset_buf, self.extras

@@ -18,14 +18,15 @@ from tests.helpers import run_train
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_off_by_default_and_validated(compose_cfg):
+def test_off_by_default_and_validated(compose_cfg, monkeypatch):
     assert WandbSettings.from_cfg(compose_cfg("task=Cartpole")) == WandbSettings()
+    monkeypatch.setattr(wandb_config, "wandb_installed", lambda: True)
     on = compose_cfg("task=Cartpole", "wandb_activate=True", "wandb_tags=[x,y]")
-    settings = WandbSettings.from_cfg(on, installed=lambda: True)
+    settings = WandbSettings.from_cfg(on)
     assert settings.activate and settings.tags == ("x", "y") and settings.name == "Cartpole"
     bad = compose_cfg("task=Cartpole", "wandb_activate=True", "wandb_logcode_dir=/no/such/dir")
     with pytest.raises(ConfigError, match=r"^wandb_logcode_dir='/no/such/dir': is not a folder"):
-        WandbSettings.from_cfg(bad, installed=lambda: True)
+        WandbSettings.from_cfg(bad)
 
 
 def test_without_the_package_it_is_refused_before_start(compose_cfg, monkeypatch):
