@@ -242,6 +242,16 @@ def show_live(line: str, stream=None) -> None:
     _live_fd = fd
 
 
+def show_progress(line: str, stream, live: bool) -> None:
+    """``line`` on ``stream``: in place of the previous one where ``live`` (a terminal, see
+    :func:`show_live`), else as a line of its own."""
+    if live:
+        show_live(line, stream)
+    else:
+        stream.write(line + "\n")
+        stream.flush()
+
+
 def end_live() -> None:
     """Finish an open progress line, so that what is written next starts on a line of its own."""
     global _live_fd

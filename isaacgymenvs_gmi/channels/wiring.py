@@ -211,11 +211,12 @@ def chunk_steps_of(plan: RunPlan, settings: AsyncSettings) -> int:
     return settings.chunk_steps or plan.train.horizon_length
 
 
-def kinds_of(plan: RunPlan) -> list[KindSpec]:
-    """The kinds of experience a step of ``plan``'s task carries (states only with a
-    central value)."""
+def kinds_of(plan: RunPlan) -> tuple[KindSpec, ...]:
+    """The kinds of experience a step of ``plan``'s task carries, in order (states only with
+    a central value)."""
     obs, states, actions = plan.dims
-    return experience_kinds(obs, states if plan.train.central_value else 0, actions)
+    kinds = experience_kinds(obs, states if plan.train.central_value else 0, actions)
+    return tuple(k for k in kinds if k.row_bytes)
 
 
 def route_shape_for(plan: RunPlan, settings: AsyncSettings) -> RouteShape:

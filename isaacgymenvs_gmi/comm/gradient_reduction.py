@@ -9,7 +9,6 @@ the transports, and for ``auto`` the strategy measured fastest for each gradient
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
@@ -23,13 +22,6 @@ from .store import Store
 Report = Callable[[str], None]  # one status line
 
 
-@dataclass(frozen=True)
-class GradientReduction:
-    """This GMI's reducer."""
-
-    reducer: Reducer
-
-
 def build_gradient_reduction(
     rank: int,
     layout: GmiLayout,
@@ -41,8 +33,8 @@ def build_gradient_reduction(
     device: torch.device | str,
     backend: str,
     report: Report | None = None,
-) -> GradientReduction | None:
-    """Transports, reducer and report for GMI ``rank`` of ``layout``.
+) -> Reducer | None:
+    """This GMI's reducer for ``layout``, over transports built for it, reported.
 
     ``comm``: ``gmi.comm`` (auto | mpr | mrr | har); ``intra_device``: ``gmi.intra_device``;
     ``device``: where this GMI's gradients live; ``backend``: how the GPU is shared (cpu | mps |
@@ -70,4 +62,4 @@ def build_gradient_reduction(
             f"gradient reduction: gmi.comm={comm} (Algorithm 1 picks {select_strategy(mpl)} "
             f"for MPL={mpl}); {transports}"
         )
-    return GradientReduction(reducer)
+    return reducer

@@ -70,7 +70,7 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
 
     plan, group, rank = ctx.plan, ctx.group, ctx.rank
     reports: list[str] = []
-    reduction = build_gradient_reduction(
+    reducer = build_gradient_reduction(
         rank,
         plan.layout,
         comm=plan.gmi.comm,
@@ -83,7 +83,7 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     )
     stream = io.StringIO()
     telemetry = EpochTelemetry(8, 4, rank, group.all_gather_vector, stream=stream)
-    lockstep = PpoLockstep(group, reduction.reducer)
+    lockstep = PpoLockstep(group, reducer)
     net = _linear(seed=0)
     for p in net.parameters():
         p.grad = torch.full_like(p, float(rank + 1))
@@ -102,7 +102,7 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
         "grads": [p.grad.flatten().tolist() for p in net.parameters()],
         "meter": (float(rewards.mean.reshape(-1)[0]), int(rewards.current_size)),
         "reports": reports,
-        "strategy": reduction.reducer.strategy,
+        "strategy": reducer.strategy,
         "line": stream.getvalue(),
         "history": telemetry.history,
     }

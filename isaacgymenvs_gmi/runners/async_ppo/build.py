@@ -77,8 +77,7 @@ def trainer_loop(
 ) -> TrainerLoop:
     plan = ctx.plan
     actors = sorted(links.routes)
-    carried = tuple(k for k in kinds_of(plan) if k.row_bytes)
-    collector = Collector(actors, [links.routes[a] for a in actors], carried)
+    collector = Collector(actors, [links.routes[a] for a in actors], kinds_of(plan))
     ledger = Ledger()
     batcher = Batcher(
         plan.train.horizon_length,

@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from isaacgymenvs_gmi.console import progress_bar, timing
+from isaacgymenvs_gmi.console import progress_bar, show_progress, timing
 from isaacgymenvs_gmi.gmi.liveness import is_alive
-from isaacgymenvs_gmi.gmi.status import end_live, say, show_live
+from isaacgymenvs_gmi.gmi.status import end_live, say
 
 from .member import MemberState
 from .workspace import Workspace
@@ -124,11 +124,7 @@ class MemberTelemetry:
             f"{total:,.0f} env steps/s | member 0 reward {shown} | {population_text(live)} | "
             f"{timing(time.monotonic() - self.start, eta)}"
         )
-        if self.live:
-            show_live(line, self.stream)
-        else:
-            self.stream.write(line + "\n")
-            self.stream.flush()
+        show_progress(line, self.stream, self.live)
 
     def publish(self, state: str, **fields: Any) -> None:
         """The member's latest state (``training``, or one of :data:`ENDED`) into ``live/``."""

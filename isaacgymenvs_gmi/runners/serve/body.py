@@ -79,7 +79,7 @@ def _serve(ctx: GmiContext, scratch: str) -> Played:
             actor.agent.restore(plan.checkpoint)
         version = int(actor.agent.epoch_num)
         actor.board.publish(flatten(actor.modules), version)
-        carried = tuple(k for k in kinds_of(plan) if k.row_bytes)
+        carried = kinds_of(plan)
         collector = Collector([rank], [route], carried)
         steps = settings.steps or int(env.max_episode_length)
         chunks = math.ceil(steps / actor.dispenser.chunk_steps)

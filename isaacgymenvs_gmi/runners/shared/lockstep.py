@@ -68,7 +68,7 @@ def build_lockstep(
     Collective over the whole run: GMIs outside ``layout`` (``group`` None) take part in
     creating the groups and get None."""
     plan, everyone = ctx.plan, ctx.group
-    reduction = build_gradient_reduction(
+    reducer = build_gradient_reduction(
         everyone.rank,
         layout,
         comm=plan.gmi.comm,
@@ -79,9 +79,9 @@ def build_lockstep(
         backend=plan.gmi_backend,
         report=say if everyone.rank == 0 else None,
     )
-    if group is None or reduction is None:
+    if group is None or reducer is None:
         return None
-    return PpoLockstep(group, reduction.reducer)
+    return PpoLockstep(group, reducer)
 
 
 class SyncedScheduler:

@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from isaacgymenvs_gmi.console import progress_bar, timing
-from isaacgymenvs_gmi.gmi.status import end_live, gpu_stats, show_live
+from isaacgymenvs_gmi.console import progress_bar, show_progress, timing
+from isaacgymenvs_gmi.gmi.status import end_live, gpu_stats
 
 Gather = Callable[[torch.Tensor, str], torch.Tensor]  # (L,) -> (GMIs, L), GMI order
 PACE_WINDOW = 10  # recent epochs the ETA's pace is measured over
@@ -97,7 +97,8 @@ class EpochTelemetry:
                 writer.add_scalar(f"gmi/gpu{index}_utilisation", util, frames)
                 writer.add_scalar(f"gmi/gpu{index}_memory_gib", mem, frames)
         done = None if left is None else epoch / max(epoch + left, 1)
-        self._show(progress_line(row, gpus, max_epochs, done if self.live else None))
+        line = progress_line(row, gpus, max_epochs, done if self.live else None)
+        show_progress(line, self.stream, self.live)
 
     def close(self) -> None:
         """End the progress line left open on a terminal (call once training ends)."""
@@ -110,13 +111,6 @@ class EpochTelemetry:
         if len(self._ends) < 2:
             return epoch_seconds
         return (self._ends[-1] - self._ends[0]) / (len(self._ends) - 1)
-
-    def _show(self, line: str) -> None:
-        if self.live:
-            show_live(line, self.stream)
-        else:
-            self.stream.write(line + "\n")
-            self.stream.flush()
 
 
 def progress_line(row: dict, gpus, max_epochs: int, bar: float | None = None) -> str:
