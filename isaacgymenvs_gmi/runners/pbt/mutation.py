@@ -19,10 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .settings import PbtSettings
+from typing import Any
 
 Mutation = Callable[..., Any]  # (value, rng, change_min, change_max) -> new value
 
@@ -74,11 +71,12 @@ class Change:
 
 
 def mutate(
-    params: Mapping[str, Any], settings: PbtSettings, rng: random.Random
+    params: Mapping[str, Any], settings: Any, rng: random.Random
 ) -> tuple[dict[str, Any], list[Change]]:
     """``params`` (dotted key -> value) with each key of ``pbt.mutation`` mutated with
-    probability ``pbt.mutation_rate`` by the function it names (``settings``: ``pbt.*``);
-    returns the new params and what changed, in key order."""
+    probability ``pbt.mutation_rate`` by the function it names (``settings``: ``pbt.*``, a
+    ``PbtSettings``, which names these functions); returns the new params and what changed, in
+    key order."""
     new, changes = dict(params), []
     for key in sorted(settings.mutation):
         if rng.random() >= settings.mutation_rate:
