@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from isaacgymenvs_gmi.config import ConfigError
+from isaacgymenvs_gmi.config import ConfigError, GmiConfig
 from isaacgymenvs_gmi.config._values import select
 from isaacgymenvs_gmi.config.plan import PlanSettings, is_auto
 from isaacgymenvs_gmi.config.schema import Int
@@ -86,7 +86,7 @@ def check_request(cfg: DictConfig) -> tuple[PlanSettings, Request, RunPlan]:
     if torchrun_world(os.environ):
         raise ConfigError(key, "auto", "cannot be searched under torchrun, where ranks are fixed")
     settings = PlanSettings.from_cfg(select(cfg, "gmi.plan"))
-    mode = chosen_mode(cfg, str(select(cfg, "gmi.mode", "sync")).strip().lower())
+    mode = chosen_mode(cfg, str(select(cfg, "gmi.mode", GmiConfig.mode)).strip().lower())
     if mode.not_searched:
         searched = " and ".join(m.name for m in MODES.values() if not m.not_searched)
         raise ConfigError(key, "auto", f"searches {searched} runs; {mode.not_searched}")
