@@ -66,9 +66,8 @@ def _as_bytes(t: torch.Tensor, steps: int, envs: int) -> torch.Tensor:
 
 
 def channel_specs(mode: ChannelMode, kinds: tuple[KindSpec, ...]) -> tuple[ChannelSpec, ...]:
-    """The channels of ``mode`` for ``kinds`` (kinds with no bytes, e.g. ``states`` without a
-    central value net, ride in no channel)."""
-    carried = tuple(k for k in kinds if k.row_bytes > 0)
+    """The channels of ``mode`` for ``kinds`` (:func:`~.kinds.experience_kinds`: each with
+    bytes, ``states`` only with a central value net)."""
     if mode == "uni":
-        return (ChannelSpec(0, "experience", carried),)
-    return tuple(ChannelSpec(i, k.name, (k,)) for i, k in enumerate(carried))
+        return (ChannelSpec(0, "experience", kinds),)
+    return tuple(ChannelSpec(i, k.name, (k,)) for i, k in enumerate(kinds))

@@ -215,8 +215,7 @@ def kinds_of(plan: RunPlan) -> tuple[KindSpec, ...]:
     """The kinds of experience a step of ``plan``'s task carries, in order (states only with
     a central value)."""
     obs, states, actions = plan.dims
-    kinds = experience_kinds(obs, states if plan.train.central_value else 0, actions)
-    return tuple(k for k in kinds if k.row_bytes)
+    return experience_kinds(obs, states if plan.train.central_value else 0, actions)
 
 
 def route_shape_for(plan: RunPlan, settings: AsyncSettings) -> RouteShape:

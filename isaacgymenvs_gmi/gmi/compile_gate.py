@@ -50,6 +50,9 @@ class CompileGate:
         path = Path(ctx.scratch_dir).parent / f"compiled-device{place.device}"
         return cls(path, on_device[0] == group.rank, group.startup_timeout_s)
 
+    def open(self) -> None:
+        self.path.touch()
+
     def wait(self) -> None:
         """Until the gate opens (or the start-up timeout passes: then go on anyway)."""
         deadline = time.monotonic() + self.timeout_s
@@ -82,4 +85,4 @@ def compile_once_per_device(
             warm.compile_programs()
             warm.close()
     finally:
-        gate.path.touch()  # open the gate
+        gate.open()
