@@ -7,10 +7,16 @@ built by rl-games' model builder) on random normalised observations with PPO-sha
 ``torch.amp.autocast(bfloat16)`` and a gradient scaler, as rl-games' calc_gradients does. Every
 step checks the mu head: its output under autocast, and the same product recomputed in float32 from
 the same operands (a non-finite autocast output from finite operands whose float32 product is
-finite is the kernel's fault). Variants change one thing: the cap, the client count, the rows, and
-``DISABLE_ADDMM_CUDA_LT=1`` (torch's ``addmm`` with bias through cuBLAS instead of cuBLASLt).
+finite is the kernel's fault). Variants change one thing: the cap, the client count, the rows,
+``DISABLE_ADDMM_CUDA_LT=1`` (torch's ``addmm`` with bias through cuBLAS instead of cuBLASLt), JAX
+in the same process (imported first, before torch loads its CUDA libraries, or imported after it
+with a jitted XLA GEMM run between torch's steps, as the MJX step runs between updates in a GMI;
+and the latter with XLA's own cuBLASLt use off), and cuBLASLt without a workspace with its API
+log on. Each outcome names a cause: two library copies (JAX first / between), split-K kernels (no
+workspace), the cap alone (one client), or concurrent clients.
 
     python bench/gpu_gemm_repro.py --out OUT/gemm.json [--seconds 8] [--only NAME ...]
+        [--budget-s S]   # variants in order, none started past S seconds
     python bench/gpu_gemm_repro.py --device cpu --seconds 1   # a dry run of the code paths
 
 Prints one line per variant and writes every client's counts to the JSON.
@@ -29,14 +35,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OBS, ACTIONS = 60, 8  # Ant's observation and action widths
-# name, clients, SM percent (None: no MPS daemon), rows per minibatch, extra environment
+NO_XLA_LT = {"XLA_FLAGS": "--xla_gpu_enable_cublaslt=false"}
+LT_BARE = {"CUBLASLT_WORKSPACE_SIZE": "0", "CUBLASLT_LOG_LEVEL": "5"}  # log file set per run
+# name, clients, SM percent (None: no MPS daemon), rows per minibatch, extra environment, JAX
+# (none | first: imported before torch | between: a jitted XLA GEMM between torch's steps)
 VARIANTS = [
-    ("mps3_cap33", 3, 33, 10928, {}),
-    ("mps3_cap33_no_lt", 3, 33, 10928, {"DISABLE_ADDMM_CUDA_LT": "1"}),
-    ("mps3_uncapped", 3, 100, 10928, {}),
-    ("mps1_cap33", 1, 33, 10928, {}),
-    ("mps3_cap33_rows8192", 3, 33, 8192, {}),
-    ("direct1", 1, None, 10928, {}),
+    ("mps3_cap33", 3, 33, 10928, {}, "none"),
+    ("mps3_cap33_jax_between", 3, 33, 10928, {}, "between"),
+    ("mps3_cap33_jax_first", 3, 33, 10928, {}, "first"),
+    ("mps3_cap33_jax_between_xla_no_lt", 3, 33, 10928, NO_XLA_LT, "between"),
+    ("mps3_cap33_lt_no_workspace", 3, 33, 10928, LT_BARE, "none"),
+    ("mps1_cap33", 1, 33, 10928, {}, "none"),
+    ("mps3_cap33_no_lt", 3, 33, 10928, {"DISABLE_ADDMM_CUDA_LT": "1"}, "none"),
+    ("mps3_uncapped", 3, 100, 10928, {}, "none"),
+    ("mps3_cap33_rows8192", 3, 33, 8192, {}, "none"),
+    ("direct1", 1, None, 10928, {}, "none"),
 ]
 
 
@@ -48,10 +61,33 @@ def network_params() -> dict:
     return {"model": params["model"], "network": params["network"]}
 
 
-def client(rows: int, seconds: float, device: str, seed: int) -> dict:
-    """Train the Ant network for ``seconds``; count non-finite steps and kernel faults."""
+def xla_gemm(device: str):
+    """A jitted XLA program the size of the network's first layer (its GEMM and bias), on
+    JAX's device: called between torch's steps."""
+    import jax
+    import jax.numpy as jnp
+
+    gpu = [d for d in jax.devices() if d.platform == "gpu"]
+    target = gpu[0] if device == "cuda" and gpu else jax.devices("cpu")[0]
+    x = jax.device_put(jnp.ones((4096, OBS), jnp.float32), target)
+    w = jax.device_put(jnp.full((OBS, 256), 0.01, jnp.float32), target)
+    b = jax.device_put(jnp.zeros((256,), jnp.float32), target)
+    step = jax.jit(lambda x, w, b: jnp.tanh(x @ w + b).sum())
+    return lambda: step(x, w, b).block_until_ready()
+
+
+def client(rows: int, seconds: float, device: str, seed: int, jax_mode: str = "none") -> dict:
+    """Train the Ant network for ``seconds``; count non-finite steps and kernel faults.
+    ``jax_mode``: JAX imported ``first`` (before torch), or a jitted XLA GEMM run ``between``
+    torch's steps, or ``none``."""
+    if jax_mode == "first":
+        import jax
+
+        jax.devices()  # JAX's CUDA libraries loaded before torch's
     import torch
     from rl_games.algos_torch.model_builder import ModelBuilder
+
+    between = xla_gemm(device) if jax_mode == "between" else (lambda: None)
 
     torch.manual_seed(seed)
     model = (
@@ -88,6 +124,7 @@ def client(rows: int, seconds: float, device: str, seed: int) -> dict:
     first_fault = None
     t_end = time.perf_counter() + seconds
     while time.perf_counter() < t_end:
+        between()
         obs = torch.randn(rows, OBS, device=device).clamp_(-5, 5)
         actions = torch.randn(rows, ACTIONS, device=device)
         adv, returns = torch.randn(rows, device=device), torch.randn(rows, 1, device=device)
@@ -146,10 +183,13 @@ def daemon(needed: bool):
         yield
 
 
-def run_variant(name, clients, percent, rows, extra, args) -> dict:
+def run_variant(name, clients, percent, rows, extra, jax_mode, args) -> dict:
     env = {**os.environ, **extra}
     if percent is not None:
         env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(percent)
+    if "CUBLASLT_LOG_LEVEL" in extra:  # one API log per client (%i: its process id)
+        logs = Path(args.out).parent if args.out else Path(".")
+        env["CUBLASLT_LOG_FILE"] = str(logs / f"cublaslt_{name}_%i.log")
     cmd = [
         sys.executable,
         __file__,
@@ -160,6 +200,8 @@ def run_variant(name, clients, percent, rows, extra, args) -> dict:
         str(args.seconds),
         "--device",
         args.device,
+        "--jax",
+        jax_mode,
     ]
     with daemon(percent is not None and args.device == "cuda"):
         procs = [
@@ -184,7 +226,8 @@ def run_variant(name, clients, percent, rows, extra, args) -> dict:
         for k in ("steps", "bad_mu", "bad_values", "bad_losses", "kernel_faults", "skipped")
     }
     print(
-        f"{name} [{clients} clients, SM {percent}%, rows {rows}, {extra or 'default'}]: {total};"
+        f"{name} [{clients} clients, SM {percent}%, rows {rows}, JAX {jax_mode}, "
+        f"{extra or 'default'}]: {total};"
         f" max |bf16 - fp32| {max(r.get('max_err', 0) for r in results):.3g}"
         f"{'; ERROR ' + results[0]['error'][-300:] if 'error' in results[0] else ''}",
         flush=True,
@@ -195,6 +238,7 @@ def run_variant(name, clients, percent, rows, extra, args) -> dict:
         "sm_percent": percent,
         "rows": rows,
         "env": extra,
+        "jax": jax_mode,
         "total": total,
         "per_client": results,
     }
@@ -209,16 +253,24 @@ def main() -> None:
     ap.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rows", type=int, default=10928, help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--budget-s", type=float, default=None)
+    jax_modes = ["none", "first", "between"]
+    ap.add_argument("--jax", default="none", choices=jax_modes, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.client:
-        print(json.dumps(client(args.rows, args.seconds, args.device, args.seed)))
+        print(json.dumps(client(args.rows, args.seconds, args.device, args.seed, args.jax)))
         return
-    report = {"variants": []}
+    report = {"variants": [], "not_run": []}
+    start = time.monotonic()
     for v in VARIANTS:
         if args.only and v[0] not in args.only:
             continue
+        if args.budget_s and time.monotonic() - start + args.seconds + 30 > args.budget_s:
+            report["not_run"].append(v[0])
+            print(f"{v[0]}: not run (budget of {args.budget_s:.0f} s spent)", flush=True)
+            continue
         if args.device == "cpu":  # the dry run: one small client per variant
-            v = (v[0], 1, v[2], 256, v[4])
+            v = (v[0], 1, v[2], 256, v[4], v[5])
         report["variants"].append(run_variant(*v, args))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,9 @@ from common import (  # noqa: E402
 )
 
 NAN_REWARD = re.compile(r"reward:?\s+nan\b", re.IGNORECASE)
+SKIPPED = re.compile(r"\| (\d+) of (\d+) steps skipped")  # the progress line's skip count
+PASSED, FAILED = r"largest relative error ([\d.e+-]+)", r"(.*?) is off by ([\d.e+-]+)"
+AUDIT = re.compile(rf"numerical audit at epoch (\d+): (?:{PASSED}|{FAILED})")  # gmi.debug.audit
 ENV_WORD = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 
@@ -157,6 +160,44 @@ def epoch_split(train_dir: Path, skip: int = 2) -> dict[str, float]:
     return split
 
 
+def our_epoch_split(train_dir: Path, skip: int = 2) -> dict[str, list[float]]:
+    """The plugin's own epoch split (``gmi/stage_<stage>_s_gmi<i>``): per stage, the median
+    seconds of each GMI over epochs after the first ``skip``; {} if unwritten."""
+    from isaacgymenvs_gmi.rl.epoch_work import STAGES
+
+    split: dict[str, list[float]] = {}
+    for summaries in sorted(train_dir.glob("*/summaries")):
+        for stage in STAGES:
+            per_gmi, i = [], 0
+            while values := [v for _, v in read_scalars(summaries, f"gmi/stage_{stage}_s_gmi{i}")]:
+                per_gmi.append(round(statistics.median(values[skip:] or values), 4))
+                i += 1
+            if per_gmi:
+                split[stage] = per_gmi
+    return split
+
+
+def health(rows: list[tuple[float, str]]) -> dict:
+    """What the run said of its updates: optimizer steps the gradient scaler skipped (summed
+    over the epochs' lines) and the numerical audits (``gmi.debug.audit``), passed or failed."""
+    skipped = asked = 0
+    audits = []
+    for _, line in rows:
+        if "env steps/s" in line and (m := SKIPPED.search(line)):
+            skipped, asked = skipped + int(m.group(1)), asked + int(m.group(2))
+        if (a := AUDIT.search(line)) and not any(x["epoch"] == int(a.group(1)) for x in audits):
+            failed = a.group(3) is not None
+            audits.append(
+                {
+                    "epoch": int(a.group(1)),
+                    "error": float(a.group(4) if failed else a.group(2)),
+                    "passed": not failed,
+                    "line": line.strip()[:300],
+                }
+            )
+    return {"skipped_steps": skipped, "steps_in_skipping_epochs": asked, "audits": audits}
+
+
 def train_command(args, spec: RunSpec, iterations: int, train_dir: Path, *extra: str) -> list[str]:
     """``python train.py`` for ``spec.gmis`` GMIs sharing ``--total-envs`` (MPS on a GPU unless
     ``spec`` names a backend), with the run's compile cache and overrides."""
@@ -231,6 +272,8 @@ def measure(args, spec: RunSpec, out: Path, sampler: GpuSampler) -> dict:
     result["time_to_target_s"] = round(hit[0], 2) if hit else None
     result["best_reward"] = round(max(r for r, _ in finite), 2) if finite else None
     result["epoch_split_s"] = epoch_split(train_dir)
+    result["stage_split_s"] = our_epoch_split(train_dir)
+    result.update(health(rows))
     print(
         f"   {json.dumps({k: v for k, v in result.items() if k != 'reward_history'})}", flush=True
     )

@@ -12,6 +12,10 @@ own code; buffers and state-dict keys are unchanged, so checkpoints load either 
 Applied per agent by :func:`sync_normalizers`, which swaps the modules the agent updates: the
 actor's observation normaliser, the value normaliser (the critic's when there is a central
 value net) and the central value net's state normaliser.
+
+A learner that knows its next updates' batches ahead (a mini-epoch's minibatches) can gather
+their moments in one collective and hand the rows over with :meth:`SyncedRunningMeanStd.expect`;
+each update then folds its rows without a collective of its own.
 """
 
 from __future__ import annotations
@@ -56,6 +60,12 @@ class SyncedRunningMeanStd(RunningMeanStd):
         self.to(source.running_mean.device)
         self.train(source.training)
         self._gather = gather
+        self._ahead: list[torch.Tensor] = []  # gathered rows of the next updates, in order
+
+    def expect(self, rows: list[torch.Tensor]) -> None:
+        """The next ``len(rows)`` training-mode updates fold these gathered rows ((GMIs,
+        1 + 2C) each, from :func:`batch_moments` of their batches) instead of gathering."""
+        self._ahead = list(rows)
 
     def forward(self, input, denorm: bool = False, mask: torch.Tensor | None = None):
         if not self.training:
@@ -79,21 +89,43 @@ def _update_from_union(
     Never compiled: with rl-games' ``torch_compile`` the model's forward is, and tracing into this
     would put a collective (a graph break) and float64 host arithmetic (C++ code that Inductor
     builds at run time, three GMIs at once) into the learner's graphs."""
-    if mask is not None:
-        mean, var = torch_ext.get_mean_var_with_masks(input, mask)
+    if self._ahead:
+        rows = self._ahead.pop(0)
+        if int(rows[0, 0]) != input.size(0):
+            raise RuntimeError(
+                f"normaliser: gathered moments of {int(rows[0, 0])} rows for a batch of "
+                f"{input.size(0)}: updates out of step with what was gathered ahead"
+            )
+        rows = rows.to(self.running_mean.device)
     else:
-        mean, var = input.mean(self.axis), input.var(self.axis, unbiased=False)
-    # rl-games weighs a batch by its rows, masked or not; we keep that (one GMI: identical)
-    count = torch.tensor([float(input.size(0))], dtype=torch.float64, device=mean.device)
-    mine = torch.cat([count, mean.double().reshape(-1), var.double().reshape(-1)])
-    rows = self._gather(mine).to(self.running_mean.device)
+        rows = self._gather(batch_moments(self, input, mask)).to(self.running_mean.device)
     if rows.shape[0] == 1:  # keep rl-games' exact arithmetic (input dtype moments)
-        u_mean, u_var, u_count = mean, var, input.size(0)
+        u_mean, u_var, u_count = _moments(self, input, mask) + (input.size(0),)
     else:
         u_mean, u_var, u_count = union_moments(rows)
     self.running_mean, self.running_var, self.count = self._update_mean_var_count_from_moments(
         self.running_mean, self.running_var, self.count, u_mean, u_var, u_count
     )
+
+
+def _moments(
+    rms: RunningMeanStd, input: torch.Tensor, mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """rl-games' batch mean and population variance of ``input``, in its dtype."""
+    if mask is not None:
+        return torch_ext.get_mean_var_with_masks(input, mask)
+    return input.mean(rms.axis), input.var(rms.axis, unbiased=False)
+
+
+def batch_moments(
+    rms: RunningMeanStd, input: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """(1 + 2C,) float64 ``[count, mean, var]`` of a batch ``input`` ((B, C) or masked), the row
+    every GMI contributes to the union. rl-games weighs a batch by its rows, masked or not; so
+    do we (one GMI: identical)."""
+    mean, var = _moments(rms, input, mask)
+    count = torch.tensor([float(input.size(0))], dtype=torch.float64, device=mean.device)
+    return torch.cat([count, mean.double().reshape(-1), var.double().reshape(-1)])
 
 
 def _synced(module: torch.nn.Module, gather: Gather) -> torch.nn.Module:

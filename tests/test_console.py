@@ -338,7 +338,8 @@ def test_train_console_shows_the_run_and_nothing_else(two_gmi_run):
     assert [(n, e, m) for n, e, m, *_ in rows] == [("2", "1", "2"), ("2", "2", "2")], proc.stdout
     assert all(per for *_, per, _ in rows)
     fingerprints = re.findall(r"^replicas identical at '[^']+' on 2 GMIs: (.*)$", proc.stdout, re.M)
-    assert fingerprints and all(re.fullmatch(r"model=[0-9a-f]{32}", f) for f in fingerprints)
+    labelled = r"model=[0-9a-f]{32}, optimizer=[0-9a-f]{32}"  # weights and optimizer state
+    assert fingerprints and all(re.fullmatch(labelled, f) for f in fingerprints)
     closing = CLOSING.match(proc.stderr.strip().splitlines()[-1])
     assert closing and closing.group(1) == rows[-1][3], proc.stderr[-2000:]
 

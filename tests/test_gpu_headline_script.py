@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_headline_dry_run_trains_one_and_three_gmis_and_reports_them(tmp_path):
-    """Named runs (``--runs NAME:K[:WORDS]``) carry their environment and overrides."""
-    three_spec = "three:3:GMI_BENCH_MARK=1 gmi.timeout_s=31"
+    """Named runs (``--runs NAME:K[:WORDS]``) carry their environment and overrides; each run
+    reports its epoch split per GMI, its skipped steps and its numerical audits."""
+    three_spec = "three:3:GMI_BENCH_MARK=1 gmi.timeout_s=31 gmi.debug.audit=2"
     proc = subprocess.run(
         [sys.executable, "bench/gpu_headline.py", "--dry-run", "--out", str(tmp_path)]
         + ["--runs", "one:1", three_spec],
@@ -38,6 +39,8 @@ def test_the_headline_dry_run_trains_one_and_three_gmis_and_reports_them(tmp_pat
         assert run["startup_warm_s"] > 0 and run["warm_exit_code"] == 0, run
         assert "loaded from the compile cache, 0 compiled" in run["startup_warm_line"], run
     assert three["env_steps_per_s_vs_first"] > 0
+    assert len(three["stage_split_s"]["update"]) == 3 and three["skipped_steps"] == 0
+    assert [a["epoch"] for a in three["audits"]] == [2] and three["audits"][0]["passed"]
     assert (tmp_path / "gpu_headline_dry_run.png").stat().st_size > 0
     assert (tmp_path / "headline_three.log").read_text().count("epoch") >= 3
     assert "three / one env steps/s" in proc.stdout

@@ -5,6 +5,9 @@ a bucket of its own; the transport chunks it). Buckets are preallocated float32 
 gradients' device, built once per set of parameters that have gradients, so a steady-state
 update allocates nothing. A transport that needs host memory stages a GPU bucket itself
 (:class:`~isaacgymenvs_gmi.comm.routing.RoutedCollectives`).
+
+A few scalars can ride along (``riders``: a minibatch's KL, say): they take the last places of
+the last bucket, so they are reduced in the same collective as the gradients.
 """
 
 from __future__ import annotations
@@ -47,36 +50,51 @@ class GradientBuckets:
         self.bucket_elems = int(bucket_elems)
         self._plans: dict[tuple, list[Bucket]] = {}
 
-    def reduce(self, params: Iterable[torch.nn.Parameter], reduce: Reduce) -> int:
+    def reduce(
+        self,
+        params: Iterable[torch.nn.Parameter],
+        reduce: Reduce,
+        riders: torch.Tensor | None = None,
+    ) -> torch.Tensor | None:
         """Replace every ``.grad`` of ``params`` (those that have one) by ``reduce`` of it.
-        Returns the number of buckets reduced."""
+        ``riders``: (k,) float32 on the gradients' device, reduced along; returns them
+        reduced ((k,), a view of the last bucket: read it before the next reduction), or None
+        without riders."""
         grads = [p.grad for p in params if p.grad is not None]
         if not grads:
-            return 0
-        buckets = self._buckets(grads)
+            return None
+        tensors = grads if riders is None else [*grads, riders]
+        buckets = self._buckets(tensors, 0 if riders is None else riders.numel())
         for bucket in buckets:
-            chosen = [grads[i].reshape(-1) for i in bucket.index]
-            if grads[0].dtype == torch.float32:
+            chosen = [tensors[i].reshape(-1) for i in bucket.index]
+            if all(t.dtype == torch.float32 for t in chosen):
                 torch.cat(chosen, out=bucket.flat)
             else:
-                bucket.flat.copy_(torch.cat(chosen).float())
+                bucket.flat.copy_(torch.cat([t.float() for t in chosen]))
             reduce(bucket.flat)
             with torch.no_grad():
                 pieces = bucket.flat.split(bucket.sizes)
                 for i, piece in zip(bucket.index, pieces, strict=True):
-                    grads[i].copy_(piece.view_as(grads[i]))
-        return len(buckets)
+                    if i < len(grads):
+                        grads[i].copy_(piece.view_as(grads[i]))
+        return None if riders is None else buckets[-1].flat[-riders.numel() :]
 
-    def _buckets(self, grads: list[torch.Tensor]) -> list[Bucket]:
-        key = tuple((g.numel(), g.device.type, g.dtype) for g in grads)
+    def _buckets(self, tensors: list[torch.Tensor], riders: int) -> list[Bucket]:
+        """The buckets of ``tensors``, whose last ``riders`` > 0 elements (one tensor) join
+        the last bucket."""
+        key = (riders, *((t.numel(), t.device.type, t.dtype) for t in tensors))
         if key not in self._plans:
-            sizes = [g.numel() for g in grads]
+            sizes = [t.numel() for t in tensors]
+            grads = sizes[:-1] if riders else sizes
+            groups = bucket_groups(grads, self.bucket_elems - riders)
+            if riders:
+                groups[-1].append(len(grads))
             self._plans[key] = [
                 Bucket(
                     index=group,
                     sizes=[sizes[i] for i in group],
-                    flat=torch.empty(sum(sizes[i] for i in group), device=grads[0].device),
+                    flat=torch.empty(sum(sizes[i] for i in group), device=tensors[0].device),
                 )
-                for group in bucket_groups(sizes, self.bucket_elems)
+                for group in groups
             ]
         return self._plans[key]

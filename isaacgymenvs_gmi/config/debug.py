@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .schema import FLAG, Choice, Settings, setting
+from .schema import FLAG, Choice, Int, Real, Settings, setting
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,21 @@ class DebugSettings(Settings):
             pass (weights from before its step, eager, with and without autocast) and say where
             the first non-finite value appeared (:mod:`~isaacgymenvs_gmi.rl.nonfinite_trace`).
             Copies the weights before every minibatch: for diagnosis only.
+        audit: every this many epochs (0: never), recompute the first minibatch's losses and
+            reduced gradient in float64 on the host from the same weights and inputs, and stop
+            the run, naming the tensor and the GMI, where the GMIs' figures differ by more
+            than ``audit_tolerance`` (:mod:`~isaacgymenvs_gmi.rl.audit`). Catches silent GEMM
+            corruption and stale reads of a peer's gradient, which replicas all share.
+        audit_tolerance: the largest relative error the audit accepts; null: 1e-3 for a
+            float32 learner, 5e-2 with mixed precision.
     """
 
     PREFIX = "gmi.debug"
     sync: bool = setting(False, FLAG)
     handoffs: str = setting("held", Choice(("held", "bare")))
     trace_nonfinite: bool = setting(False, FLAG)
+    audit: int = setting(0, Int(0, why="epochs between audits, 0: off"))
+    audit_tolerance: float | None = setting(None, Real(0.0, open_low=True, optional=True))
 
     @property
     def active(self) -> bool:
@@ -43,4 +52,6 @@ class DebugSettings(Settings):
             parts.append("gmi.debug.handoffs=bare: torch/JAX buffers cross unheld (unsafe)")
         if self.trace_nonfinite:
             parts.append("gmi.debug.trace_nonfinite: the first non-finite minibatch is replayed")
+        if self.audit:
+            parts.append(f"gmi.debug.audit: a float64 recompute every {self.audit} epochs")
         return "; ".join(parts) + " (slow or unsafe: for diagnosis only)"

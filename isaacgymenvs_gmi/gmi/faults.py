@@ -1,8 +1,12 @@
-"""Testing aid: make one GMI crash or hang at a chosen epoch, to exercise fault handling.
+"""Testing aid: make one GMI crash, hang or corrupt its gradients at a chosen epoch, to exercise
+fault handling and the numerical audit.
 
-Asked for through the environment, ``ISAACGYMENVS_GMI_FAULT="<gmi id>:<crash|hang>:<epoch>"``;
-the GMI entry turns it into an epoch hook that the mode's body calls at the start of each epoch
-(an actor's epoch is a chunk of experience).
+Asked for through the environment,
+``ISAACGYMENVS_GMI_FAULT="<gmi id>:<crash|hang|corrupt>:<epoch>"``. The GMI entry turns a crash
+or a hang into an epoch hook that the mode's body calls at the start of each epoch (an actor's
+epoch is a chunk of experience); a learner applies ``corrupt`` (:func:`gradient_hook`) to its
+gradients before they are reduced, in every minibatch of that epoch: a silent error of a few
+percent, as a faulty GEMM would make.
 """
 
 from __future__ import annotations
@@ -18,12 +22,16 @@ log = logging.getLogger(__name__)
 FAULT_ENV = "ISAACGYMENVS_GMI_FAULT"
 
 EpochHook = Callable[[int], None]  # called with the epoch about to start (1-based)
+# called with the epoch under way (1-based) and the parameters whose .grad is about to be reduced
+GradientHook = Callable[[int, list], None]
+KINDS = ("crash", "hang", "corrupt")
+CORRUPTION = 1.05  # the corrupted gradient's largest tensor is scaled by this
 
 
 @dataclass(frozen=True)
 class Fault:
     gmi: int
-    kind: Literal["crash", "hang"]
+    kind: Literal["crash", "hang", "corrupt"]
     epoch: int
 
 
@@ -34,11 +42,11 @@ def fault_from_env(environ: Mapping[str, str]) -> Fault | None:
         return None
     try:
         who, kind, when = spec.split(":")
-        if kind not in ("crash", "hang"):
+        if kind not in KINDS:
             raise ValueError(kind)
         return Fault(int(who), kind, int(when))  # type: ignore[arg-type]
     except ValueError:
-        expected = "'<gmi id>:<crash|hang>:<epoch>'"
+        expected = f"'<gmi id>:<{'|'.join(KINDS)}>:<epoch>'"
         raise ValueError(f"{FAULT_ENV}={spec!r}: expected {expected}") from None
 
 
@@ -49,7 +57,7 @@ def no_fault(epoch: int) -> None:
 def epoch_hook(rank: int, environ: Mapping[str, str] = os.environ) -> EpochHook:
     """The hook GMI ``rank`` calls at each epoch start: fires the fault ``environ`` asks for."""
     fault = fault_from_env(environ)
-    if fault is None or fault.gmi != rank:
+    if fault is None or fault.gmi != rank or fault.kind == "corrupt":
         return no_fault
 
     fired = False  # once per process: a body that restarts its learner passes epochs again
@@ -65,3 +73,20 @@ def epoch_hook(rank: int, environ: Mapping[str, str] = os.environ) -> EpochHook:
                 signal.pause()
 
     return before_epoch
+
+
+def gradient_hook(rank: int, environ: Mapping[str, str] = os.environ) -> GradientHook | None:
+    """The gradient corruption ``environ`` asks of GMI ``rank``, or None."""
+    fault = fault_from_env(environ)
+    if fault is None or fault.gmi != rank or fault.kind != "corrupt":
+        return None
+
+    def corrupt(epoch: int, params: list) -> None:
+        if epoch != fault.epoch:
+            return
+        grads = [p.grad for p in params if p.grad is not None]
+        if grads:
+            max(grads, key=lambda g: g.numel()).mul_(CORRUPTION)
+
+    log.warning("GMI %d: its gradients will be corrupted in epoch %d", rank, fault.epoch)
+    return corrupt

@@ -109,15 +109,15 @@ class GmiGroup:
         self.guard(what, lambda: dist.broadcast(flat, 0, group=self.group))
         unflatten(flat, [module])
 
-    def check_same(self, modules: list[torch.nn.Module], what: str) -> None:
-        """Raise unless every GMI holds bit-identical parameters and buffers (weights and
-        normaliser statistics) in ``modules``: the replica fingerprint check. GMI 0 says each
-        module's fingerprint, labelled (:func:`replica_names`)."""
-        names = replica_names(modules)
-        mine = torch.stack([fingerprint(m) for m in modules])  # (modules, 2)
-        prints = self.all_gather_vector(mine, what + " fingerprint")  # (GMIs, modules, 2)
+    def check_same(self, replicas: list, what: str) -> None:
+        """Raise unless every GMI holds bit-identical ``replicas``: modules (weights and
+        normaliser statistics), optimizers and gradient scalers (their state): the replica
+        fingerprint check. GMI 0 says each fingerprint, labelled (:func:`replica_names`)."""
+        names = replica_names(replicas)
+        mine = torch.stack([fingerprint(m) for m in replicas])  # (replicas, 2)
+        prints = self.all_gather_vector(mine, what + " fingerprint")  # (GMIs, replicas, 2)
         if not torch.equal(prints, prints[:1].expand_as(prints)):
-            differ = (prints != prints[:1]).any(-1)  # (GMIs, modules)
+            differ = (prints != prints[:1]).any(-1)  # (GMIs, replicas)
             found = "; ".join(
                 f"GMI {g} differs from GMI 0 in "
                 + ", ".join(n for n, d in zip(names, row, strict=True) if d)
@@ -155,13 +155,36 @@ class GmiGroup:
         return torch.stack(out)
 
 
-def fingerprint(module: torch.nn.Module) -> torch.Tensor:
-    """(2,) int64: a 128-bit hash of the bytes of every parameter and buffer, in order; equal
-    only if they are bit-identical (up to hash collisions)."""
+def fingerprint(replica) -> torch.Tensor:
+    """(2,) int64: a 128-bit hash of a replica's state, equal only if bit-identical (up to hash
+    collisions). A module: every parameter and buffer, in order; anything else with a
+    ``state_dict`` (an optimizer, a gradient scaler): every tensor and number in it."""
     digest = hashlib.blake2b(digest_size=16)
-    for t in (*module.parameters(), *module.buffers()):
-        digest.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    if isinstance(replica, torch.nn.Module):
+        for t in (*replica.parameters(), *replica.buffers()):
+            digest.update(_tensor_bytes(t))
+    else:
+        _hash_state(digest, replica.state_dict())
     return torch.frombuffer(bytearray(digest.digest()), dtype=torch.int64)
+
+
+def _tensor_bytes(t: torch.Tensor):
+    return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
+
+
+def _hash_state(digest, state) -> None:
+    """Feed a state dict's tensors and plain values to ``digest``, keys sorted."""
+    if isinstance(state, torch.Tensor):
+        digest.update(_tensor_bytes(state))
+    elif isinstance(state, dict):
+        for key in sorted(state, key=repr):
+            digest.update(repr(key).encode())
+            _hash_state(digest, state[key])
+    elif isinstance(state, (list, tuple)):
+        for item in state:
+            _hash_state(digest, item)
+    else:
+        digest.update(repr(state).encode())
 
 
 def fingerprint_hex(print_: torch.Tensor) -> str:
@@ -169,14 +192,24 @@ def fingerprint_hex(print_: torch.Tensor) -> str:
     return "".join(f"{v & (2**64 - 1):016x}" for v in print_.tolist())
 
 
-def replica_names(modules: list[torch.nn.Module]) -> list[str]:
-    """Labels for the fingerprints of a learner's replicated modules, in the order
-    ``ReplicatedPpo.replicas()`` gives them: ``model`` (the actor-critic network with its
-    normalisers), ``critic`` (rl-games' central value net), then ``module<i>``."""
+REPLICA_LABELS = {  # type name -> label, for the state a learner replicates besides its model
+    "CentralValueTrain": "critic",
+    "GradScaler": "grad scaler",
+}
+
+
+def replica_names(replicas: list) -> list[str]:
+    """Labels for the fingerprints of a learner's replicated state, in the order
+    ``ReplicatedPpo.replicas()`` gives it: ``model`` (the actor-critic network with its
+    normalisers), ``critic`` (rl-games' central value net), ``optimizer``, ``grad scaler``,
+    else ``module<i>``."""
     names = []
-    for i, m in enumerate(modules):
-        if type(m).__name__ == "CentralValueTrain":
-            names.append("critic")
+    for i, r in enumerate(replicas):
+        kind = type(r).__name__
+        if kind in REPLICA_LABELS:
+            names.append(REPLICA_LABELS[kind])
+        elif isinstance(r, torch.optim.Optimizer):
+            names.append("optimizer")
         else:
             names.append("model" if i == 0 else f"module{i}")
     return names

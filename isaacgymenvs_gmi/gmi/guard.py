@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
@@ -47,18 +48,21 @@ class CollectiveGuard:
         self.store, self.rank, self.world_size = store, rank, world_size
         self.timeout_s, self.key, self.after = timeout_s, key, after
         self.count = 0
+        self.seconds = 0.0  # spent in collectives so far (the epoch split's "collectives")
         self.where = f"{socket.gethostname()}:{os.getpid()}"  # host:pid, no spaces
         self.store.set(key.format(rank), f"0 {self.where} start")
 
     def __call__(self, what: str, fn: Callable[[], T]) -> T:
         self.count += 1
         self.store.set(self.key.format(self.rank), f"{self.count} {self.where} {what}")
+        start = time.perf_counter()
         try:
             result = fn()
         except RuntimeError as err:  # gloo/NCCL timeouts and peer resets
             raise GmiTimeoutError(self.diagnose(what, err)) from err
         if self.after is not None:
             self.after()
+        self.seconds += time.perf_counter() - start
         return result
 
     def diagnose(self, what: str, err: BaseException) -> str:

@@ -43,7 +43,8 @@ def rlgames_params(
     config["train_dir"] = train_dir or train.train_dir
     config["print_stats"] = False  # our progress line replaces rl-games' fps line
     if not rl_device.startswith("cuda"):
-        config["torch_compile"] = False  # compilation costs more than it gains on the CPU
+        # compilation costs more than it gains on the CPU: off unless the train config asks
+        config.setdefault("torch_compile", False)
         config["mixed_precision"] = False  # rl-games' bf16 autocast is CUDA-only
     player = config.setdefault("player", {})
     player.setdefault("games_num", num_envs)  # one episode per env, then report the mean

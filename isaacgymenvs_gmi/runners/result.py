@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -26,6 +26,10 @@ class RunResult:
     channels: dict = field(default_factory=dict)
     # async: transitions "produced", "consumed", "dropped", "in_flight"; "lag": policy lag ->
     # chunks trained on
+    skipped_steps: int = 0  # optimizer steps the gradient scaler skipped (inf/NaN gradients)
+    epoch_split: list[dict[str, list[float]]] = field(default_factory=list)
+    # sync training: per epoch, stage (rl.epoch_work.STAGES) -> seconds on each GMI
+    audits: list[dict] = field(default_factory=list)  # gmi.debug.audit's results (GMI 0)
 
     @classmethod
     def of_training(cls, observer: Any, lead: bool = True) -> RunResult:
@@ -33,6 +37,7 @@ class RunResult:
         (``rl.observer.EpisodeStatsObserver``) and the agent's frames, stop and limit; its run
         folder and last checkpoint where this GMI ``lead``s (writes them)."""
         algo = observer.algo
+        audit = getattr(algo, "audit", None)
         return cls(
             mean_reward=observer.mean_reward,
             mean_length=observer.mean_length,
@@ -42,4 +47,6 @@ class RunResult:
             stopped_by=getattr(algo, "stopped_by", None),
             ended_by=getattr(algo, "ended_by", None),
             checkpoint=getattr(algo, "last_checkpoint", None) if lead else None,
+            skipped_steps=getattr(algo, "skipped_steps", 0),
+            audits=[asdict(r) for r in audit.results] if audit is not None else [],
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+from collections import deque
 from typing import Literal
 
 import jax
@@ -61,6 +62,9 @@ class MjxBackend(PhysicsBackend):
             self._data = jit(blank_worlds, name="mjx_blank_worlds")()
         self._seed = seed
         self._bufs: EnvBuffers | None = None
+        # pools used up, as counted by the last two steps (read one step late), and refilled
+        self._switches: deque[jax.Array] = deque(maxlen=2)
+        self._refilled = 0
         mx = self._mx
         # constants of the programs below, kept as numpy arrays: made on the device they would
         # each cost a small program of their own at every start
@@ -89,21 +93,23 @@ class MjxBackend(PhysicsBackend):
         batched_step = jax.vmap(world_step, in_axes=(0, None, 0))
 
         def fused_step(data, bufs: EnvBuffers, actions: jax.Array, fields, gravity):
+            bufs = bufs._replace(pool=logic.turn_if_low(bufs.pool))
             clipped = logic.clip(actions)
             data = data.replace(ctrl=clipped[:, index] * scale + offset)
             data = jax.lax.fori_loop(0, nstep, lambda _, d: batched_step(fields, gravity, d), data)
             frame = PhysicsFrame(data.qpos, data.qvel, data.sensordata)
             out, bufs, reset = logic.finish_step(frame, clipped, bufs)
             data = load(data, out.reset, reset.qpos, reset.qvel)
-            return data, bufs, logic.pack(out)
+            # the pools used up so far, apart from the donated buffers: the host reads it later
+            return data, bufs, logic.pack(out), bufs.pool.switches + 0
 
         def start(data, key):
             bufs, reset, obs = logic.start(key)
             everyone = jnp.ones((n,), bool)
-            return load(data, everyone, reset.qpos, reset.qvel), bufs, obs
+            return load(data, everyone, reset.qpos, reset.qvel), logic.ring(bufs), obs
 
         # out_like: the outputs' structure without tracing (the step's takes seconds)
-        step_like, same = (lambda data, bufs, *_: (data, bufs, 0)), (lambda x, *_: x)
+        step_like, same = (lambda data, bufs, *_: (data, bufs, 0, 0)), (lambda x, *_: x)
         self._fused_step = jit(
             fused_step, name="mjx_step", donate_argnums=(0, 1), out_like=step_like
         )
@@ -114,21 +120,32 @@ class MjxBackend(PhysicsBackend):
     def reset(self) -> jax.Array:
         key = jax.device_put(jax.random.PRNGKey(self._seed), self.device)
         self._data, self._bufs, obs = self._start(self._data, key)
+        self._switches.clear()
+        self._refilled = 0
         return obs
 
     def step(self, actions) -> jax.Array:
-        """One env step for actions (N, num_actions): a JAX array, or anything DLPack-able."""
+        """One env step for actions (N, num_actions): a JAX array, or anything DLPack-able.
+
+        Nothing here waits for the device: the step moves to the next pool of fresh episodes
+        by itself, with the MuJoCo backend's rule (so a seed gives the same episodes on both),
+        and the pool it leaves behind is refilled once the host reads, one step late, that
+        it was left: a pool lasts at least ``POOL_FACTOR - 1`` steps, more than that lag."""
         actions = jnp.asarray(actions) if isinstance(actions, np.ndarray) else actions
-        # Same refill rule as the MuJoCo backend, so a seed gives the same episodes on both. The
-        # scalar read waits for the previous step, which a learner has consumed by now anyway.
-        if self.logic.pool_size - int(self._bufs.pool.next) < self.logic.num_envs:
-            self.refill_pool()
-        self._data, self._bufs, out = self._fused_step(
+        if len(self._switches) == self._switches.maxlen:
+            used_up = int(jax.device_get(self._switches[0]))  # two steps back: done by now
+            if used_up > self._refilled:
+                self._bufs = self._refill(self._bufs)
+                self._refilled = used_up
+        self._data, self._bufs, out, switches = self._fused_step(
             self._data, self._bufs, actions, self._world, self._gravity
         )
+        switches.copy_to_host_async()
+        self._switches.append(switches)
         return out
 
     def refill_pool(self) -> None:
+        """Sample the next pool now, into the half of the ring not in use."""
         self._bufs = self._refill(self._bufs)
 
     def apply_world(self, update: WorldUpdate) -> None:

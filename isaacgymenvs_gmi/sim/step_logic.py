@@ -7,9 +7,16 @@ state, with zero sensor readings and zero previous actions), as in vectorised au
 
 Fresh episodes come from a pool (:class:`FreshPool`) sampled ``POOL_FACTOR * N`` at a time and
 handed out in order, so a step pays for the envs that actually reset, not for sampling and
-observing N new episodes. Each entry is used once; backends call :meth:`StepLogic.refill` before a
-step whenever fewer than N entries might be left (a conditional inside the step would copy the
-pool every step on the CPU and force a host sync on a GPU).
+observing N new episodes. Each entry is used once, and a step starts from a new pool whenever
+fewer than N entries are left. Pool k is sampled from the k-th split of the episode key.
+
+A device backend keeps two pools (:class:`PoolRing`): the one in use and the next, sampled
+ahead. The step itself moves to the next one when the one in use runs low (an index flip, no
+copy and no conditional: a conditional would copy the pool every step on the CPU and sync with
+the host on a GPU); the host learns of it from a counter it reads a step late, and refills the
+pool left behind (:meth:`StepLogic.refill`) long before it is needed again (after at least
+``POOL_FACTOR - 1`` more steps). A host backend keeps one pool and swaps it in the same places,
+so both hand out the same episodes.
 """
 
 from __future__ import annotations
@@ -35,14 +42,24 @@ class FreshPool(NamedTuple):
     next: jax.Array  # () int32
 
 
+class PoolRing(NamedTuple):
+    """Two pools of P fresh episodes, one after the other in ``both`` (2P rows): the one in use
+    starts at row ``base`` and hands out from its ``both.next``-th entry; the other is the next
+    pool, sampled ahead."""
+
+    both: FreshPool  # arrays (2P, ...); ``next``: entries of the pool in use handed out
+    base: jax.Array  # () int32, 0 or P: where the pool in use starts
+    switches: jax.Array  # () int32, pools used up so far (each leaves a half to refill)
+
+
 class EnvBuffers(NamedTuple):
     """Per-env episode state carried between steps (leading dims N, but the pool's)."""
 
     progress: jax.Array  # (N,) int32, steps taken in the current episode
     episode_return: jax.Array  # (N,) float32, undiscounted reward so far
     carry: Any  # task-specific pytree
-    key: jax.Array  # PRNG key
-    pool: FreshPool
+    key: jax.Array  # PRNG key: the next pool's
+    pool: FreshPool | PoolRing  # the start's pool; a device backend's ring from then on
     totals: jax.Array  # (3,) float32: summed return and length of finished episodes, their count
 
 
@@ -117,10 +134,12 @@ class StepLogic:
         obs = jnp.clip(obs, -self.clip_obs, self.clip_obs)
         return FreshPool(qpos, qvel, obs, carry, jnp.zeros((), jnp.int32))
 
-    def _take(self, pool: FreshPool, done: jax.Array) -> tuple[FreshPool, ResetState, Any, Any]:
+    def _take(
+        self, pool: FreshPool, done: jax.Array, base: jax.Array | int = 0
+    ) -> tuple[FreshPool, ResetState, Any, Any]:
         """Entries for the envs where ``done`` (N,): the k-th finished env gets entry next + k
-        (rows picked for other envs are meaningless)."""
-        rows = jnp.clip(pool.next + jnp.cumsum(done) - 1, 0, self.pool_size - 1)
+        of the pool starting at row ``base`` (rows picked for other envs are meaningless)."""
+        rows = base + jnp.clip(pool.next + jnp.cumsum(done) - 1, 0, self.pool_size - 1)
 
         def pick(x):
             return x[rows]
@@ -152,10 +171,40 @@ class StepLogic:
         key, sub = jax.random.split(key)
         return key, self._fill_pool(sub)
 
+    def ring(self, bufs: EnvBuffers) -> EnvBuffers:
+        """``bufs`` from :meth:`start` with its pool made the first of a :class:`PoolRing`,
+        the next one sampled ahead."""
+        key, ahead = self.new_pool(bufs.key)
+        both = jax.tree_util.tree_map(  # ``next`` left out (a None leaf is no leaf)
+            lambda a, b: jnp.concatenate([a, b]),
+            bufs.pool._replace(next=None),
+            ahead._replace(next=None),
+        )._replace(next=bufs.pool.next)
+        zero = jnp.zeros((), jnp.int32)
+        return bufs._replace(key=key, pool=PoolRing(both, zero, zero))
+
     def refill(self, bufs: EnvBuffers) -> EnvBuffers:
-        """``bufs`` with a new, unused pool of fresh episodes."""
-        key, pool = self.new_pool(bufs.key)
-        return bufs._replace(key=key, pool=pool)
+        """``bufs`` whose ring holds, in the half not in use, the next pool of fresh episodes
+        (call once for each pool used up, before the ring turns again)."""
+        key, fresh = self.new_pool(bufs.key)
+        ring = bufs.pool
+        spare = self.pool_size - ring.base
+
+        def put(whole, part):
+            return jax.lax.dynamic_update_slice_in_dim(whole, part, spare, axis=0)
+
+        both = jax.tree_util.tree_map(put, ring.both._replace(next=None), fresh._replace(next=None))
+        return bufs._replace(key=key, pool=ring._replace(both=both._replace(next=ring.both.next)))
+
+    def turn_if_low(self, ring: PoolRing) -> PoolRing:
+        """``ring`` moved on to its next pool when fewer than N entries of the one in use are
+        left (the rule a host backend applies before each step), branch-free."""
+        low = self.pool_size - ring.both.next < self.num_envs
+        return PoolRing(
+            ring.both._replace(next=jnp.where(low, 0, ring.both.next)),
+            jnp.where(low, self.pool_size - ring.base, ring.base),
+            ring.switches + low.astype(jnp.int32),
+        )
 
     def start(self, key: jax.Array) -> tuple[EnvBuffers, ResetState, jax.Array]:
         """Buffers, initial physics state and clipped first observations for all envs."""
@@ -170,15 +219,17 @@ class StepLogic:
     def finish_step(
         self, frame: PhysicsFrame, actions: jax.Array, bufs: EnvBuffers
     ) -> tuple[StepOutput, EnvBuffers, ResetState]:
-        """Rewards and resets for ``frame`` reached by applying clipped ``actions`` (N, A).
-        (The mujoco backend keeps this bookkeeping on the host: :mod:`.host_episodes`.)"""
+        """Rewards and resets for ``frame`` reached by applying clipped ``actions`` (N, A);
+        fresh episodes come from ``bufs.pool``, a :class:`PoolRing` already turned for this
+        step. (The mujoco backend keeps this bookkeeping on the host: :mod:`.host_episodes`.)"""
         obs, reward, terminated, carry = self.observe_and_score(frame, actions, bufs.carry)
         progress = bufs.progress + 1
         ep_return = bufs.episode_return + reward
         timeout = progress >= self.task.timeout_steps
         done = terminated | timeout
 
-        pool, reset_state, reset_obs, reset_carry = self._take(bufs.pool, done)
+        ring = bufs.pool
+        both, reset_state, reset_obs, reset_carry = self._take(ring.both, done, ring.base)
         out = StepOutput(
             obs=jnp.where(done[:, None], reset_obs, obs),
             reward=reward,
@@ -192,7 +243,7 @@ class StepLogic:
             episode_return=jnp.where(done, 0.0, ep_return),
             carry=_select(done, reset_carry, carry),
             key=bufs.key,
-            pool=pool,
+            pool=ring._replace(both=both),
             totals=bufs.totals
             + jnp.stack([out.episode_return.sum(), out.episode_length.sum(), done.sum()]),
         )

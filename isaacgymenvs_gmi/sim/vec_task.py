@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -176,6 +177,7 @@ class VecTask:
         )
         self.total_train_env_frames = 0
         self.control_steps = 0
+        self.handoff_s = 0.0  # seconds spent handing buffers between torch and JAX, so far
         self.extras: dict[str, Any] = {}
         self.obs_dict: dict[str, torch.Tensor] = {}
         zeros = torch.zeros(self.num_envs, device=self._torch_rl_device)
@@ -227,11 +229,16 @@ class VecTask:
     def step(self, actions: torch.Tensor):
         if self.noise is not None:
             actions = self.noise.on_actions(actions)  # before the backend clips them
-        out = self.backend.step(self._actions_for_backend(actions))
+        start = time.perf_counter()
+        handed = self._actions_for_backend(actions)
+        stepping = time.perf_counter()
+        out = self.backend.step(handed)
+        stepped = time.perf_counter()
         if not isinstance(out, StepOutput):
             self.handoffs.stepped(out)
         self.control_steps += 1
         result = self._publish(out)
+        self.handoff_s += (stepping - start) + (time.perf_counter() - stepped)
         physics_steps = self.control_steps * self.control_freq_inv
         if self.video is not None and self.video.wants(self.control_steps):
             qpos, qvel = self.backend.physics_state()

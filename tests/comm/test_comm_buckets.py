@@ -40,16 +40,39 @@ def test_every_gradient_goes_through_reduce_once_and_comes_back_in_place(cap):
         flat.mul_(3.0)
 
     buckets = GradientBuckets(cap)
-    count = buckets.reduce(model.parameters(), reduce)
-    assert count == len(seen) == len(bucket_groups([g.numel() for g in before], cap))
+    assert buckets.reduce(model.parameters(), reduce) is None  # no riders
+    assert len(seen) == len(bucket_groups([g.numel() for g in before], cap))
     assert sum(seen) == sum(g.numel() for g in before)
     for p, b in zip(model.parameters(), before, strict=True):
         assert torch.equal(p.grad, 3.0 * b)
     assert ids == [id(p.grad) for p in model.parameters()]  # same tensors, updated in place
-    flats = [b.flat.data_ptr() for b in buckets._buckets([p.grad for p in model.parameters()])]
+    flats = [b.flat.data_ptr() for b in buckets._buckets([p.grad for p in model.parameters()], 0)]
     buckets.reduce(model.parameters(), reduce)
-    again = [b.flat.data_ptr() for b in buckets._buckets([p.grad for p in model.parameters()])]
+    again = [b.flat.data_ptr() for b in buckets._buckets([p.grad for p in model.parameters()], 0)]
     assert flats == again  # steady state reuses its buffers
+
+
+@pytest.mark.parametrize("cap", [1, 8, 40, 10_000])
+def test_riders_are_reduced_in_the_last_gradient_bucket(cap):
+    """A minibatch's scalars (its KL) cost no collective of their own, whatever the bucket
+    size: they share the last bucket, which stays within the cap where it can."""
+    model = net()
+    model(torch.randn(4, 5)).sum().backward()
+    before = [p.grad.clone() for p in model.parameters()]
+    seen: list[torch.Tensor] = []
+
+    def reduce(flat: torch.Tensor) -> None:
+        seen.append(flat.clone())
+        flat.mul_(0.5)
+
+    plain = len(bucket_groups([g.numel() for g in before], cap))
+    riders = torch.tensor([4.0, -2.0])
+    got = GradientBuckets(cap).reduce(model.parameters(), reduce, riders)
+    assert torch.equal(got, torch.tensor([2.0, -1.0]))
+    assert plain <= len(seen) <= plain + 1 and torch.equal(seen[-1][-2:], riders)
+    assert all(len(flat) <= max(cap, 2 + max(g.numel() for g in before)) for flat in seen)
+    for p, b in zip(model.parameters(), before, strict=True):
+        assert torch.equal(p.grad, 0.5 * b)
 
 
 def test_parameters_without_gradients_are_skipped():

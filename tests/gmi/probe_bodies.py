@@ -87,7 +87,10 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     net = _linear(seed=0)
     for p in net.parameters():
         p.grad = torch.full_like(p, float(rank + 1))
-    lockstep.average_gradients(net.parameters())
+    before = group.guard.count
+    lockstep.reduce_gradients_and_kl(net.parameters(), torch.tensor(float(rank + 1)))
+    collectives = group.guard.count - before
+    kl = lockstep.mean_kl(fallback=-1.0)
     rewards = AverageMeter((1,), 100)
     if rank == 0:  # GMI 0 saw two episodes (mean 10), GMI 1 one episode (40)
         rewards.update(torch.tensor([[4.0], [16.0]]))
@@ -100,6 +103,8 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     return {
         "rank": rank,
         "grads": [p.grad.flatten().tolist() for p in net.parameters()],
+        "kl": kl,
+        "collectives": collectives,
         "meter": (float(rewards.mean.reshape(-1)[0]), int(rewards.current_size)),
         "reports": reports,
         "strategy": reducer.strategy,

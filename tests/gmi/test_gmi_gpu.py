@@ -82,7 +82,7 @@ def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
     """The case that went NaN from epoch 1 on an H200 and an H100: 3 MPS GMIs x 1366 envs, Ant
     on MJX with AntPPO's own settings (mixed precision: bf16 autocast; torch.compile). The learner
     check stops a run at the first epoch with NaN or inf in its weights, losses or reward, so exit
-    0 means 20 finite epochs."""
+    0 means 20 finite epochs. Every GMI names the cuBLAS it loaded (the NaN's cause)."""
     proc = train(
         tmp_path,
         "gmi.per_gpu=3",
@@ -94,6 +94,8 @@ def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "[GMI x3] epoch 20/20 " in proc.stdout and "non-finite" not in proc.stderr
+    identities = [ln for ln in proc.stdout.splitlines() if " GPU libraries: libcublas" in ln]
+    assert len(identities) == 3, proc.stdout[-3000:]  # every GMI says what it runs on
     rows = progress(proc.stdout)  # epochs before the first finished episode show no reward
     rewards = [r for g, _, r in rows if g == 3]
     assert len(rewards) >= 12 and all(math.isfinite(r) for r in rewards), rewards

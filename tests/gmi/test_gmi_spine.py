@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from isaacgymenvs_gmi.gmi.faults import FAULT_ENV, epoch_hook, fault_from_env, no_fault
+from isaacgymenvs_gmi.gmi.faults import (
+    CORRUPTION,
+    FAULT_ENV,
+    epoch_hook,
+    fault_from_env,
+    gradient_hook,
+    no_fault,
+)
 from isaacgymenvs_gmi.gmi.spawn import spawn_gmis
 from isaacgymenvs_gmi.gmi.worker import run_in_process
 from isaacgymenvs_gmi.launch import plan_run
@@ -50,3 +57,18 @@ def test_fault_requests_parse_and_fire_only_on_their_gmi_and_epoch():
     for bad in ("1:explode:3", "x:crash:3", "1:crash"):
         with pytest.raises(ValueError, match=FAULT_ENV):
             fault_from_env({FAULT_ENV: bad})
+
+
+def test_a_gradient_corruption_scales_the_largest_gradient_in_its_epoch_only():
+    corrupt = {FAULT_ENV: "1:corrupt:3"}
+    assert gradient_hook(0, corrupt) is None and epoch_hook(1, corrupt) is no_fault
+    assert gradient_hook(1, {FAULT_ENV: "1:crash:3"}) is None
+    params = [torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(5))]
+    for p in params:
+        p.grad = torch.ones_like(p)
+    hook = gradient_hook(1, corrupt)
+    hook(2, params)
+    assert all(torch.equal(p.grad, torch.ones_like(p)) for p in params)
+    hook(3, params)
+    assert torch.equal(params[0].grad, torch.ones(2))
+    assert torch.equal(params[1].grad, torch.full((5,), CORRUPTION))

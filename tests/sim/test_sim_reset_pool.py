@@ -56,3 +56,58 @@ def test_both_backends_hand_out_the_same_episodes(shared_env, restart_env):
     x = _first_observations(shared_env("Cartpole", "mjx"), restart_env)
     assert c.shape == x.shape
     np.testing.assert_allclose(c, x, atol=1e-6)
+
+
+def test_the_mjx_step_never_waits_for_what_it_just_computed(shared_env, restart_env, monkeypatch):
+    """No host sync in the env step: the step turns to the next pool on the device, and the
+    host reads the count of pools used up only from the step before the previous one, so the
+    CPU can run a step ahead of the device. Reading a fresh device value (``int(x)``, numpy
+    conversion) is refused here; every explicit read is checked for its age."""
+    import jax
+    import jax.numpy as jnp
+
+    env = shared_env("Cartpole", "mjx")
+    restart_env(env)
+    backend, now = env.backend, [0]
+    made: dict[int, int] = {}  # id of a step's pool count -> the step that made it
+    real_step, real_get = backend._fused_step, jax.device_get
+
+    def recording_step(*args):
+        outs = real_step(*args)
+        made[id(outs[-1])] = now[0]
+        return outs
+
+    reads: list[int] = []  # age in steps of each value read
+    reading = [False]
+
+    def recording_get(x):
+        reads.append(now[0] - made[id(x)])
+        reading[0] = True
+        try:
+            return real_get(x)
+        finally:
+            reading[0] = False
+
+    def refusing(name):
+        original = getattr(array_type, name)
+
+        def conversion(self, *args, **kwargs):
+            assert reading[0], f"the env step waited for a device value ({name})"
+            return original(self, *args, **kwargs)
+
+        return conversion
+
+    array_type = type(jnp.zeros(()))  # jax's concrete array class
+    gen = np.random.default_rng(4)
+    actions = [
+        jnp.asarray(gen.normal(size=(env.num_envs, 1)) * 3, jnp.float32) for _ in range(STEPS)
+    ]
+    with monkeypatch.context() as m:
+        m.setattr(backend, "_fused_step", recording_step)
+        m.setattr(jax, "device_get", recording_get)
+        for name in ("__int__", "__index__", "__bool__", "__float__", "__array__"):
+            m.setattr(array_type, name, refusing(name))
+        for now[0], a in enumerate(actions):
+            backend.step(a)
+    assert int(backend._bufs.pool.switches) >= 3, "the run must use up several pools"
+    assert reads and min(reads) >= 2

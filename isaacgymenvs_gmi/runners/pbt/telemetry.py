@@ -20,6 +20,7 @@ from typing import Any
 from isaacgymenvs_gmi.console import progress_bar, show_progress, timing
 from isaacgymenvs_gmi.gmi.liveness import is_alive
 from isaacgymenvs_gmi.gmi.status import end_live, say
+from isaacgymenvs_gmi.rl.epoch_work import EpochWork, skipped_text
 
 from .member import MemberState
 from .workspace import Workspace
@@ -98,8 +99,10 @@ class MemberTelemetry:
         epoch_seconds: float,
         reward: float | None,
         writer: Any,
+        work: EpochWork | None = None,
     ) -> None:
         rate = self.frames_per_epoch / max(epoch_seconds, 1e-9)
+        work = work or EpochWork()
         self.publish(
             "training",
             epoch=epoch,
@@ -107,6 +110,7 @@ class MemberTelemetry:
             reward=reward,
             env_steps_per_s=rate,
             epoch_seconds=epoch_seconds,
+            skipped_steps=work.skipped,
         )
         if not self.leader:
             return
@@ -123,6 +127,7 @@ class MemberTelemetry:
             f"[PBT x{self.workspace.num_policies}] {bar}epoch {epochs} frames {frames:,} | "
             f"{total:,.0f} env steps/s | member 0 reward {shown} | {population_text(live)} | "
             f"{timing(time.monotonic() - self.start, eta)}"
+            f"{skipped_text(work.updates, work.skipped)}"
         )
         show_progress(line, self.stream, self.live)
 

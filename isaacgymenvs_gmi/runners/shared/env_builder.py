@@ -11,7 +11,9 @@ from isaacgymenvs_gmi.gmi.context import GmiContext
 def env_builder(ctx: GmiContext, seed: int) -> Callable[[], Any]:
     """A function that builds one env of ``ctx``'s task (a VecTask, or the user's own VecTask
     class) seeded with ``seed``, physics on the GMI's sim device with its threads, learner
-    tensors on its rl device. Each call builds a fresh env."""
+    tensors on its rl device. Each call builds a fresh env. On a GPU the first one built says
+    which CUDA libraries the GMI runs on (:mod:`~isaacgymenvs_gmi.gmi.gpu_identity`): by then
+    both frameworks are on the device."""
     from isaacgymenvs_gmi.sim.envs import make_env
     from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
 
@@ -23,8 +25,10 @@ def env_builder(ctx: GmiContext, seed: int) -> Callable[[], Any]:
         num_threads=resources.threads,
     )
 
+    said = []
+
     def build() -> Any:
-        return make_env(
+        env = make_env(
             plan.task_config,
             resources.rl_device,
             resources.sim_device,
@@ -33,5 +37,11 @@ def env_builder(ctx: GmiContext, seed: int) -> Callable[[], Any]:
             states_for_critic=plan.train.central_value,
             debug=plan.gmi.debug,
         )
+        if not said and str(resources.rl_device).startswith("cuda"):
+            from isaacgymenvs_gmi.gmi.gpu_identity import report_gpu_identity
+            from isaacgymenvs_gmi.gmi.status import say
+
+            said.append(report_gpu_identity(ctx.rank, resources.rl_device, say))
+        return env
 
     return build

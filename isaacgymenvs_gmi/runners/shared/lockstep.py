@@ -1,7 +1,12 @@
 """Several rl-games PPO learners kept bit-identical, one per GMI: the exchanges that keep them
 so (gradients averaged through the layout's reducer, normaliser and advantage statistics over
 the union batch, the adaptive learning rate from the mean KL, episode statistics merged) and the
-checks that prove it. Sync PPO's GMIs use it, and so do an async run's trainers."""
+checks that prove it. Sync PPO's GMIs use it, and so do an async run's trainers.
+
+A minibatch costs one collective: the gradient all-reduce, which also carries the minibatch's
+KL (the adaptive learning rate's input) as an extra element. The observation normaliser's
+moments of every minibatch of a mini-epoch are gathered once, as it starts
+(:class:`MomentsAhead`), and its per-minibatch updates read them from there."""
 
 from __future__ import annotations
 
@@ -17,7 +22,11 @@ from isaacgymenvs_gmi.gmi.group import GmiGroup
 from isaacgymenvs_gmi.gmi.status import say
 from isaacgymenvs_gmi.patches.central_value_reduction import reduce_critic_gradients
 from isaacgymenvs_gmi.patches.synced_advantages import covered, synced_prepare_dataset
-from isaacgymenvs_gmi.patches.synced_normalizers import sync_normalizers
+from isaacgymenvs_gmi.patches.synced_normalizers import (
+    SyncedRunningMeanStd,
+    batch_moments,
+    sync_normalizers,
+)
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 from .agents import policy_modules
@@ -30,10 +39,33 @@ class PpoLockstep:
     def __init__(self, group: GmiGroup, reducer: Reducer):
         self.group, self.reducer = group, reducer
         self.buckets = GradientBuckets()
+        self.kls: list[torch.Tensor] = []  # minibatch KLs averaged over GMIs, not yet used
 
-    def average_gradients(self, params: Iterable[torch.nn.Parameter]) -> None:
-        """Each ``.grad`` becomes its mean over GMIs: flatten into buckets, reduce, unflatten."""
-        self.buckets.reduce(params, self._mean)
+    def average_gradients(
+        self, params: Iterable[torch.nn.Parameter], riders: torch.Tensor | None = None
+    ) -> torch.Tensor | None:
+        """Each ``.grad`` becomes its mean over GMIs: flatten into buckets, reduce, unflatten.
+        ``riders``: (k,) float32 scalars averaged in the same collective; returns their mean."""
+        return self.buckets.reduce(params, self._mean, riders)
+
+    def reduce_gradients_and_kl(
+        self, params: Iterable[torch.nn.Parameter], kl: torch.Tensor | None
+    ) -> None:
+        """:meth:`average_gradients`, with this GMI's minibatch ``kl`` (a 0-d tensor, or None)
+        riding along; the mean KL waits in :attr:`kls` for the learning-rate schedule."""
+        riders = None if kl is None else kl.detach().reshape(1).float()
+        mean = self.average_gradients(params, riders)
+        if mean is not None:
+            self.kls.append(mean[0])
+
+    def mean_kl(self, fallback: float) -> float:
+        """The mean over GMIs of the KLs since the last call (each averaged in its minibatch's
+        gradient collective; a mini-epoch's, for rl-games' ``standard`` schedule), or, where
+        none rode along, ``fallback`` (this GMI's KL) averaged in a collective of its own."""
+        kls, self.kls = self.kls, []
+        if not kls:
+            return self.group.mean_scalar("kl", fallback)
+        return float(torch.stack(kls).double().mean())
 
     def _mean(self, flat: torch.Tensor) -> None:
         self.group.guard(f"gradient {self.reducer.strategy}", lambda: self.reducer.mean(flat))
@@ -87,12 +119,12 @@ def build_lockstep(
 class SyncedScheduler:
     """Wraps an rl-games LR scheduler so every GMI decides from the KL averaged over all GMIs."""
 
-    def __init__(self, inner, group: GmiGroup):
-        self.inner, self.group = inner, group
+    def __init__(self, inner, lockstep: PpoLockstep):
+        self.inner, self.lockstep = inner, lockstep
 
     def update(self, current_lr, entropy_coef, epoch, frames, kl_dist=None, **kwargs):
         if kl_dist is not None:
-            kl_dist = self.group.mean_scalar("kl", float(kl_dist))
+            kl_dist = self.lockstep.mean_kl(float(kl_dist))
             return self.inner.update(current_lr, entropy_coef, epoch, frames, kl_dist, **kwargs)
         return self.inner.update(current_lr, entropy_coef, epoch, frames, **kwargs)
 
@@ -111,10 +143,12 @@ class ReplicatedPpo:
         """Route this agent's exchanges through ``lockstep`` (call once, after rl-games'
         ``__init__``); returns the statistics now synchronised."""
         group, self.lockstep = lockstep.group, lockstep
-        self.scheduler = SyncedScheduler(self.scheduler, group)
+        self.scheduler = SyncedScheduler(self.scheduler, lockstep)
         swapped = sync_normalizers(
             self, lambda moments: group.all_gather_vector(moments, "normaliser statistics")
         )
+        self._moments_ahead = MomentsAhead(self.model, group)
+        self._outputs = ForwardTap(self.model)
         if self.has_central_value:
             reduce_critic_gradients(self.central_value_net, lockstep.average_gradients)
         # each replica tracks its share of games_to_track episodes, so the merged statistics
@@ -131,8 +165,15 @@ class ReplicatedPpo:
         return swapped
 
     def replicas(self) -> list:
-        """The modules every replica must hold identically."""
-        return policy_modules(self)
+        """What every replica must hold identically: the modules, the optimizer's state and,
+        with mixed precision, the gradient scaler's."""
+        scaler = [self.scaler] if self.scaler.is_enabled() else []
+        return [*policy_modules(self), self.optimizer, *scaler]
+
+    def collective_seconds(self) -> float:
+        if self.lockstep is None:
+            return super().collective_seconds()
+        return self.lockstep.group.guard.seconds
 
     def share_initial_weights(self) -> None:
         """GMI 0's weights (and normaliser statistics) everywhere, then checked identical."""
@@ -152,11 +193,94 @@ class ReplicatedPpo:
             super().prepare_dataset,
             lambda moments: group.all_gather_vector(moments, "advantage statistics"),
         )
+        self._minibatches_done = 0
 
-    def trancate_gradients_and_step(self):
+    def train_actor_critic(self, input_dict):
         if self.lockstep is not None:
-            self.lockstep.average_gradients(self.model.parameters())
-        return super().trancate_gradients_and_step()
+            if self._minibatches_done % len(self.dataset) == 0:  # a mini-epoch starts
+                self._moments_ahead.gather(self)
+            self._minibatches_done += 1
+            self._minibatch = input_dict
+        return super().train_actor_critic(input_dict)
+
+    def reduce_gradients(self) -> None:
+        """The minibatch's gradients averaged over GMIs, its KL riding along."""
+        if self.lockstep is not None:
+            kl = self._outputs.kl(self._minibatch) if not self.is_rnn else None
+            self.lockstep.reduce_gradients_and_kl(self.model.parameters(), kl)
+
+    def audit_collectives(self):
+        if self.lockstep is None:
+            return super().audit_collectives()
+        group = self.lockstep.group
+        return (
+            lambda row: group.all_gather_vector(row, "numerical audit"),
+            lambda verdict: agree_on(group, verdict, "numerical audit verdict"),
+        )
+
+
+class ForwardTap:
+    """Keeps the policy's means and standard deviations from ``model``'s last training-mode
+    forward pass, so a minibatch's KL is known before its gradients are reduced (rl-games
+    computes it after the optimizer step, from the same tensors)."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.mu = self.sigma = None
+        model.register_forward_hook(self._keep)
+
+    def _keep(self, module, args, out) -> None:
+        if module.training and isinstance(out, dict) and "mus" in out:
+            self.mu, self.sigma = out["mus"].detach(), out["sigmas"].detach()
+
+    def kl(self, minibatch: dict) -> torch.Tensor | None:
+        """The minibatch's mean KL between the policy it was collected with and the one just
+        evaluated, as rl-games computes it (None before a forward pass)."""
+        if self.mu is None:
+            return None
+        mu, sigma, self.mu, self.sigma = self.mu, self.sigma, None, None
+        with torch.no_grad():
+            return torch_ext.policy_kl(mu, sigma, minibatch["mu"], minibatch["sigma"], True)
+
+
+class MomentsAhead:
+    """The observation normaliser's batch moments of every minibatch of a mini-epoch, gathered
+    from all GMIs in one collective as it starts; each training-mode update then folds the
+    rows gathered for its minibatch, in order, instead of gathering its own."""
+
+    def __init__(self, model: torch.nn.Module, group: GmiGroup):
+        self.group = group
+        rms = getattr(model, "running_mean_std", None)
+        self.normalizer = rms if isinstance(rms, SyncedRunningMeanStd) else None
+
+    def gather(self, agent) -> None:
+        """Queue the gathered rows of every minibatch of ``agent.dataset`` (a plain, non-RNN
+        dataset whose observations are one tensor; otherwise each update gathers its own)."""
+        rms = self.normalizer
+        obs = agent.dataset.values_dict.get("obs")
+        if rms is None or agent.is_rnn or not isinstance(obs, torch.Tensor):
+            return
+        size = agent.dataset.minibatch_size
+        with torch.no_grad():
+            mine = torch.stack(  # (minibatches, 1 + 2C), as each update would compute them
+                [
+                    batch_moments(rms, agent._preproc_obs(obs[i * size : (i + 1) * size]))
+                    for i in range(len(agent.dataset))
+                ]
+            )
+        rows = self.group.all_gather_vector(mine, "normaliser statistics")  # (GMIs, mb, 1+2C)
+        rms.expect(list(rows.unbind(1)))
+
+
+def agree_on(group: GmiGroup, text: str | None, what: str) -> str | None:
+    """GMI 0's ``text`` (None: nothing to say) on every GMI: a flag in one collective, the
+    text through the run's store."""
+    key = f"gmi/said/{what}/{group.guard.count}"
+    if group.rank == 0 and text is not None:
+        group.store.set(key, text)
+    flags = group.all_gather_vector(torch.tensor([float(text is not None)]), what)
+    if not flags[0, 0]:
+        return None
+    return text if group.rank == 0 else group.store.get(key).decode()
 
 
 def announce(group: GmiGroup, swapped: list[str]) -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from rl_games.algos_torch.a2c_continuous import A2CAgent
 
 from isaacgymenvs_gmi import startup_clock
-from isaacgymenvs_gmi.gmi.faults import EpochHook, no_fault
+from isaacgymenvs_gmi.gmi.faults import EpochHook, GradientHook, no_fault
 from isaacgymenvs_gmi.gmi.stop import StopCheck, never_stop
+from isaacgymenvs_gmi.rl.audit import GradientAudit
+from isaacgymenvs_gmi.rl.epoch_work import EpochMeter, EpochWork, optimizer_steps
 from isaacgymenvs_gmi.rl.finite_check import ensure_finite, epoch_values
 from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 from isaacgymenvs_gmi.sim.compile_cache import compile_counts
@@ -35,6 +38,7 @@ class EpochReport(Protocol):
         epoch_seconds: float,
         reward: float | None,
         writer: Any,
+        work: EpochWork,
     ) -> None: ...
 
     def close(self) -> None: ...
@@ -43,7 +47,8 @@ class EpochReport(Protocol):
 class StoppableAgent(A2CAgent):
     """``a2c_continuous`` plus a stop check after every epoch (and the fault-injection hook
     before it), a check that the epoch left the weights and statistics finite, and the epoch's
-    progress line (``telemetry``, where given).
+    progress line (``telemetry``, where given) with its :class:`EpochWork`: optimizer steps
+    skipped by the gradient scaler, and the stages its time went to.
 
     When ``should_stop`` returns a signal, the agent makes the epoch just finished its last one:
     rl-games' own end of training then writes the final ``last_*`` checkpoint and returns.
@@ -58,14 +63,47 @@ class StoppableAgent(A2CAgent):
         before_epoch: EpochHook = no_fault,
         telemetry: EpochReport | None = None,
         trace: NonFiniteTrace | None = None,
+        audit: Callable[[Any], GradientAudit] | None = None,
+        gradient_fault: GradientHook | None = None,
     ):
+        """``audit``: builds the numerical audit (``gmi.debug.audit``) from this agent's
+        :meth:`audit_collectives`; ``gradient_fault``: corrupts this GMI's gradients before
+        they are reduced (fault injection, to prove the audit catches it)."""
         super().__init__(base_name, params)
         self.should_stop, self.before_epoch = should_stop, before_epoch
         self.telemetry, self.trace = telemetry, trace
+        self._audit_factory = audit  # built at first use, when the collectives are in place
+        self.audit: GradientAudit | None = None
+        self.gradient_fault = gradient_fault
         self.stopped_by: int | None = None  # the signal that ended training early
         self.last_checkpoint: str | None = None  # the file written last by this agent
         self._epoch_starts: list[float] = []  # perf_counter as each epoch starts
         self._last_end = 0.0
+        self.meter = EpochMeter()
+        self._collective_after_update = 0.0
+        self._minibatch_in_epoch = 0
+
+    @property
+    def skipped_steps(self) -> int:
+        """Optimizer steps the gradient scaler skipped so far (inf or NaN gradients)."""
+        return self.meter.skipped_total
+
+    def collective_seconds(self) -> float:
+        """Seconds spent so far in exchanges with other GMIs (none here)."""
+        return 0.0
+
+    def audit_collectives(self) -> tuple[Callable, Callable]:
+        """The numerical audit's gather and verdict agreement: here, one GMI's own."""
+        return (lambda row: row[None]), (lambda verdict: verdict)
+
+    def reduce_gradients(self) -> None:
+        """Average this minibatch's gradients with the other GMIs' (none here)."""
+
+    def _clocks(self) -> tuple[int | None, float, float]:
+        """What :class:`EpochMeter` reads at both ends of an epoch: optimizer steps taken,
+        the env's hand-off seconds and the collective seconds (both cumulative)."""
+        handoff = getattr(getattr(self.vec_env, "env", None), "handoff_s", 0.0)
+        return optimizer_steps(self.optimizer), handoff, self.collective_seconds()
 
     @property
     def epoch_seconds(self) -> list[float]:
@@ -99,14 +137,46 @@ class StoppableAgent(A2CAgent):
                 self.telemetry.close()
 
     def calc_gradients(self, input_dict):
+        if self._audit_factory is not None and self.audit is None:
+            self.audit = self._audit_factory(*self.audit_collectives())
+        audited = self.audit is not None and self.audit.due(self, self._minibatch_in_epoch)
+        self._minibatch_in_epoch += 1
+        if audited:
+            self.audit.begin(self, input_dict)
         if self.trace is None:
-            return super().calc_gradients(input_dict)
-        return self.trace.step(self, input_dict, super().calc_gradients)
+            super().calc_gradients(input_dict)
+        else:
+            self.trace.step(self, input_dict, super().calc_gradients)
+        if audited:
+            self.audit.finish(self)
+
+    def get_action_values(self, obs):
+        start = time.perf_counter()
+        try:
+            return super().get_action_values(obs)
+        finally:
+            self.meter.add("inference", time.perf_counter() - start)
+
+    def trancate_gradients_and_step(self):
+        """This GMI's gradients (fault-injected, audited), reduced across GMIs, audited as
+        applied, then rl-games' clip and step."""
+        self.meter.updates += 1
+        if self.gradient_fault is not None:
+            self.gradient_fault(self.epoch_num, list(self.model.parameters()))
+        if self.audit is not None:
+            self.audit.capture(self, "local")
+        self.reduce_gradients()
+        if self.audit is not None:
+            self.audit.capture(self, "applied")
+        return super().trancate_gradients_and_step()
 
     def train_epoch(self):
+        self._minibatch_in_epoch = 0
         self._epoch_starts.append(time.perf_counter())
         self.before_epoch(self.epoch_num + 1)
+        self.meter.start(*self._clocks())
         result = super().train_epoch()
+        self._collective_after_update = self.collective_seconds()
         reward = self.game_rewards.get_mean() if self.game_rewards.current_size else None
         ensure_finite(policy_modules(self), self.epoch_num, epoch_values(result, reward))
         self._last_end = time.perf_counter()
@@ -124,6 +194,12 @@ class StoppableAgent(A2CAgent):
         if self.epoch_num == 1:
             startup_clock.mark("first_epoch")
             log.info(startup_clock.startup_line(self.compile_note()))
+        work = self.meter.finish(
+            *self._clocks(),
+            step_time=float(result[0]),
+            update_time=float(result[2]),
+            collective_in_update_s=self._collective_after_update,
+        )
         if self.telemetry is None:
             return
         meter = self.game_rewards
@@ -135,6 +211,7 @@ class StoppableAgent(A2CAgent):
             epoch_seconds=float(result[3]),  # rl-games: step, play, update, total times
             reward=float(meter.get_mean().reshape(-1)[0]) if meter.current_size else None,
             writer=getattr(self, "writer", None),
+            work=work,
         )
 
     def compile_note(self) -> str:

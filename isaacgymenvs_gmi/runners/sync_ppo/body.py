@@ -99,7 +99,7 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
             env.close()
         if observer.writer is not None:
             observer.writer.close()  # flush; an open tensorboardX writer thread errors at exit
-    return _played(envs) if plan.test else _trained(ctx, observer)
+    return _played(envs) if plan.test else _trained(ctx, observer, telemetry)
 
 
 def _env_factory(
@@ -132,11 +132,25 @@ def _agent_factory(
     """rl-games' builder of the a2c_continuous agent: in lockstep with the other GMIs when
     there are others, else rl-games' own agent made stoppable; both report through
     ``telemetry``."""
-    hooks = dict(telemetry=telemetry, before_epoch=ctx.before_epoch, should_stop=ctx.should_stop)
-    if ctx.plan.gmi.debug.trace_nonfinite:
+    from isaacgymenvs_gmi.gmi.faults import gradient_hook
+
+    debug = ctx.plan.gmi.debug
+    hooks = dict(
+        telemetry=telemetry,
+        before_epoch=ctx.before_epoch,
+        should_stop=ctx.should_stop,
+        gradient_fault=gradient_hook(ctx.rank),
+    )
+    if debug.trace_nonfinite:
         from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 
         hooks["trace"] = NonFiniteTrace(log.warning)
+    if debug.audit:
+        from functools import partial
+
+        from isaacgymenvs_gmi.rl.audit import GradientAudit
+
+        hooks["audit"] = partial(GradientAudit, debug.audit, debug.audit_tolerance, ctx.rank)
     if lockstep is not None:
         from .agent import GmiPpoAgent
 
@@ -153,10 +167,11 @@ def _played(envs: list[Any]) -> RunResult:
     return RunResult(played[0], played[1], 0, None, [])
 
 
-def _trained(ctx: GmiContext, observer: Any) -> RunResult:
+def _trained(ctx: GmiContext, observer: Any, telemetry: EpochTelemetry) -> RunResult:
     plan = ctx.plan
     frames_per_epoch = plan.num_envs * plan.train.horizon_length * plan.world_size
     result = RunResult.of_training(observer, lead=ctx.rank == 0)
+    result.epoch_split = [row["stages"] for row in telemetry.history]
     seconds = getattr(observer.algo, "epoch_seconds", [])
     result.epoch_rates = [frames_per_epoch / max(t, 1e-9) for t in seconds]
     return result

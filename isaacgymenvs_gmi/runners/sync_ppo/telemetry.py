@@ -1,9 +1,12 @@
 """Per-epoch throughput, pace and device use across GMIs: gathered every epoch, shown by GMI 0.
 
-Every GMI contributes its env steps/s; GMI 0 prints the progress line (the same at 1 GMI as at
-N: frames, env steps/s, mean reward, elapsed time and ETA; rewritten in place with a progress
-bar on a terminal), writes per-GMI and total env steps/s and, where NVML sees GPUs, their
-utilisation and memory to TensorBoard. It takes numbers, not an agent.
+Every GMI contributes its env steps/s and its :class:`~isaacgymenvs_gmi.rl.epoch_work.EpochWork`
+(optimizer steps skipped by the gradient scaler, seconds per stage); GMI 0 prints the progress
+line (the same at 1 GMI as at N: frames, env steps/s, mean reward, elapsed time and ETA, skipped
+steps when there are any; rewritten in place with a progress bar on a terminal), and writes
+per-GMI and total env steps/s, skipped steps, each GMI's stage seconds and, where NVML sees
+GPUs, their utilisation and memory to TensorBoard. Every ``SPLIT_EVERY`` epochs it says where
+the slowest GMI's epoch went. It takes numbers, not an agent.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import torch
 
 from isaacgymenvs_gmi.console import progress_bar, show_progress, timing
 from isaacgymenvs_gmi.gmi.status import end_live, gpu_stats
+from isaacgymenvs_gmi.rl.epoch_work import STAGES, EpochWork, skipped_text
 
 Gather = Callable[[torch.Tensor, str], torch.Tensor]  # (L,) -> (GMIs, L), GMI order
 PACE_WINDOW = 10  # recent epochs the ETA's pace is measured over
+SPLIT_EVERY = 10  # epochs between the lines that say where an epoch's time went
 
 
 def gather_one(x: torch.Tensor, what: str) -> torch.Tensor:
@@ -61,16 +66,21 @@ class EpochTelemetry:
         writer: Any = None,
         frames: int | None = None,
         max_frames: int = -1,
+        work: EpochWork | None = None,
     ) -> None:
         """After ``epoch`` (1-based) took ``epoch_seconds`` on this GMI; ``reward``: the mean
         episode reward over all GMIs (None before any episode ended); ``writer``: a TensorBoard
         SummaryWriter (GMI 0) or None; ``frames``: the run's env steps after this epoch (all
         GMIs; default: counted from epoch 1); ``max_epochs``/``max_frames``: the limits, -1
-        for none."""
-        mine = torch.tensor([self.frames_per_epoch / max(epoch_seconds, 1e-9)])
-        per_gmi = self.gather(mine, "throughput").reshape(-1).tolist()
+        for none; ``work``: this GMI's steps and stage seconds."""
+        rate = self.frames_per_epoch / max(epoch_seconds, 1e-9)
+        mine = torch.tensor([rate, *(work or EpochWork()).vector()], dtype=torch.float64)
+        rows = self.gather(mine, "throughput").reshape(-1, mine.numel())  # (GMIs, 3 + stages)
         if self.rank != 0:
             return
+        per_gmi = rows[:, 0].tolist()
+        updates, skipped = int(rows[0, 1]), int(rows[:, 2].max())  # skips agree in lockstep
+        stages = {name: rows[:, 3 + i].tolist() for i, name in enumerate(STAGES)}
         now = self.clock()
         self._ends.append(now)
         total = sum(per_gmi)
@@ -87,18 +97,29 @@ class EpochTelemetry:
             "reward": reward,
             "wall_s": now - self.start,
             "eta_s": None if left is None else left * self._pace(epoch_seconds),
+            "updates": updates,
+            "skipped": skipped,
+            "stages": stages,  # name -> seconds per GMI
         }
         self.history.append(row)
         if writer is not None:
             writer.add_scalar("gmi/env_steps_per_s_total", total, frames)
+            writer.add_scalar("gmi/skipped_steps", skipped, frames)
             for i, v in enumerate(per_gmi):
                 writer.add_scalar(f"gmi/env_steps_per_s_gmi{i}", v, frames)
+                for name, seconds in stages.items():
+                    writer.add_scalar(f"gmi/stage_{name}_s_gmi{i}", seconds[i], frames)
             for index, util, mem in gpus:
                 writer.add_scalar(f"gmi/gpu{index}_utilisation", util, frames)
                 writer.add_scalar(f"gmi/gpu{index}_memory_gib", mem, frames)
         done = None if left is None else epoch / max(epoch + left, 1)
         line = progress_line(row, gpus, max_epochs, done if self.live else None)
         show_progress(line, self.stream, self.live)
+        if work is not None and (epoch == 1 or epoch % SPLIT_EVERY == 0):
+            if self.live:
+                end_live()
+            self.stream.write(split_line(epoch, stages) + "\n")
+            self.stream.flush()
 
     def close(self) -> None:
         """End the progress line left open on a terminal (call once training ends)."""
@@ -122,11 +143,22 @@ def progress_line(row: dict, gpus, max_epochs: int, bar: float | None = None) ->
     gpu = "".join(f" | GPU{i} {u:.0f}% {m:.1f}GiB" for i, u, m in gpus)
     epochs = f"{row['epoch']}/{max_epochs}" if max_epochs > 0 else str(row["epoch"])
     shown = "" if bar is None else progress_bar(bar) + " "
+    skips = skipped_text(row.get("updates", 0), row.get("skipped", 0))
     return (
         f"[GMI x{n}] {shown}epoch {epochs} frames {row['frames']:,} | "
         f"{row['env_steps_per_s']:,.0f} env steps/s{per} | mean reward {reward} | "
-        f"{timing(row['wall_s'], row['eta_s'])}{gpu}"
+        f"{timing(row['wall_s'], row['eta_s'])}{gpu}{skips}"
     )
+
+
+def split_line(epoch: int, stages: dict[str, list[float]]) -> str:
+    """Where epoch ``epoch`` went on its slowest GMI: ``epoch split ...: env_step 0.41 s, ...``
+    (``stages``: name -> seconds per GMI)."""
+    totals = [sum(per) for per in zip(*stages.values(), strict=True)]
+    slowest = max(range(len(totals)), key=totals.__getitem__)
+    parts = ", ".join(f"{name} {per[slowest]:.3f}" for name, per in stages.items())
+    who = f"GMI {slowest}, the slowest" if len(totals) > 1 else "GMI 0"
+    return f"epoch {epoch} split ({who}), seconds: {parts}"
 
 
 def _epochs_left(
