@@ -44,7 +44,13 @@ def one_run(layout: str, total_envs: int, epochs: int, warmup: int) -> dict:
         )
         result = run(cfg, plan_run(cfg))
     measured = result.epoch_rates[warmup:]  # all GMIs' env steps/s per epoch, wall time
+    split = result.epoch_split[warmup:]  # per epoch: stage -> seconds on each GMI
     return {
+        "epoch_split_s": {  # per stage, the median over epochs of the slowest GMI's seconds
+            stage: round(median([max(row[stage]) for row in split]), 4) for stage in split[0]
+        }
+        if split
+        else {},
         "per_gpu": per_gpu,
         "cores": cores or "auto",
         "envs_per_gmi": envs,
@@ -68,8 +74,15 @@ def main() -> None:
             print(f"per_gpu={layout}: {got[-1]['env_steps_per_s']:,.0f} env steps/s", flush=True)
     base = median([r["env_steps_per_s"] for r in runs["1"]])
     ratios = {t: median([r["env_steps_per_s"] for r in rs]) / base for t, rs in runs.items()}
+    splits = {
+        t: {s: median([r["epoch_split_s"][s] for r in rs]) for s in rs[0]["epoch_split_s"]}
+        for t, rs in runs.items()
+    }
     for t in LAYOUTS[1:]:
         print(f"Ant, {args.total_envs} envs in total: per_gpu={t} / per_gpu=1 = {ratios[t]:.2f}")
+    for t, split in splits.items():
+        parts = ", ".join(f"{s} {v:.3f}" for s, v in split.items())
+        print(f"per_gpu={t} epoch split (slowest GMI, median s): {parts}")
     write_result(
         "gmi_scaling",
         {
@@ -81,6 +94,7 @@ def main() -> None:
             "warmup_epochs": args.warmup,
             "measure": "all GMIs' env steps over the wall time of the epochs after warm-up",
             "ratios_vs_one_gmi": ratios,
+            "epoch_split_s": splits,
             "targets": {"3 vs 1 after the placement fix": 0.9, "overlap (paper)": 1.3},
             "before": {
                 "measure": "rl-games' play+update clock from epoch 3 (warm-up partly included)",

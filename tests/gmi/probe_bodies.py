@@ -91,6 +91,10 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     lockstep.reduce_gradients_and_kl(net.parameters(), torch.tensor(float(rank + 1)))
     collectives = group.guard.count - before
     kl = lockstep.mean_kl(fallback=-1.0)
+    grads = [p.grad.flatten().tolist() for p in net.parameters()]
+    for scale in (1.0, 10.0):  # a mini-epoch of two minibatches (rl-games' standard schedule)
+        lockstep.reduce_gradients_and_kl(net.parameters(), torch.tensor(scale * (rank + 1)))
+    mini_epoch_kl = lockstep.mean_kl(fallback=-1.0)
     rewards = AverageMeter((1,), 100)
     if rank == 0:  # GMI 0 saw two episodes (mean 10), GMI 1 one episode (40)
         rewards.update(torch.tensor([[4.0], [16.0]]))
@@ -102,8 +106,9 @@ def exercise_lockstep(ctx: GmiContext) -> dict:
     )
     return {
         "rank": rank,
-        "grads": [p.grad.flatten().tolist() for p in net.parameters()],
+        "grads": grads,
         "kl": kl,
+        "mini_epoch_kl": mini_epoch_kl,
         "collectives": collectives,
         "meter": (float(rewards.mean.reshape(-1)[0]), int(rewards.current_size)),
         "reports": reports,

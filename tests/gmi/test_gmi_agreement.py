@@ -20,8 +20,9 @@ IDENTICAL = re.compile(r"replicas identical at '([^']+)' on (\d+) GMIs: ([a-z0-9
 
 def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value_net(tmp_path):
     """Two GMIs, actor-critic plus an asymmetric critic: the run fingerprints (a hash of every
-    parameter and buffer, normaliser statistics included) all replicas before epochs 1, 11, 21
-    and at the end, and stops with an error if any GMI differs."""
+    parameter and buffer, normaliser statistics included, and of the optimizer's state) all
+    replicas before epochs 1, 11, 21 and at the end, and stops with an error if any GMI
+    differs."""
     proc = train("task=Cartpole", "gmi.per_gpu=2", "max_iterations=21", CRITIC, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     checks = {what: (int(n), prints) for what, n, prints in IDENTICAL.findall(proc.stdout)}
@@ -33,8 +34,8 @@ def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value
     }, proc.stdout[-3000:]
     assert all(n == 2 for n, _ in checks.values())
     assert len({prints for _, prints in checks.values()}) == 4  # the weights did move
-    # actor-critic model and central value critic, labelled, 128 bits each
-    labelled = re.compile(r"^model=[0-9a-f]{32}, critic=[0-9a-f]{32}$")
+    # actor-critic model, central value critic and the optimizer's state, labelled, 128 bits each
+    labelled = re.compile(r"^model=[0-9a-f]{32}, critic=[0-9a-f]{32}, optimizer=[0-9a-f]{32}$")
     assert all(labelled.match(prints) for _, prints in checks.values()), checks
     synced = (
         "normaliser statistics synchronised across GMIs: "

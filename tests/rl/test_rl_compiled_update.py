@@ -38,28 +38,31 @@ def _shards(obs: int, actions: int, device: str) -> list[dict[str, torch.Tensor]
 
 
 def _one_update(plan, tmp_path, compiled: bool, device: str, mixed: bool):
-    """Each GMI's agent: identical weights, synced normalisers fed both GMIs' moments ahead (as
-    a mini-epoch does), one ``calc_gradients`` without the step. Returns the union statistics
-    and the mean of the GMIs' gradients."""
+    """Each GMI's update from identical weights (one agent, its state restored before each
+    GMI's minibatch): synced normalisers fed both GMIs' moments ahead (as a mini-epoch does),
+    one ``calc_gradients`` without the step. Returns the union statistics and the mean of the
+    GMIs' gradients."""
     from rl_games.algos_torch.a2c_continuous import A2CAgent
 
     obs, _, actions = plan.dims
     shards = _shards(obs, actions, device)
+    torch.manual_seed(0)
+    agent = build_agent(
+        plan, rl_device=device, seed=0, threads=1, make=A2CAgent, train_dir=str(tmp_path)
+    )
+    agent.mixed_precision = mixed
+    agent.scaler = torch.amp.GradScaler("cuda", enabled=False)
+    agent.trancate_gradients_and_step = lambda: None  # compare before the step
+    sync_normalizers(agent, lambda row: pytest.fail("gathered instead of read ahead"))
+    rms = agent.model.running_mean_std
+    rows = torch.stack([batch_moments(rms, s["obs"]).cpu() for s in shards])
+    start = {k: v.clone() for k, v in agent.model.state_dict().items()}
+    if compiled:
+        agent.model = torch.compile(agent.model)  # as rl-games' Runner does
     grads, stats = [], []
     for g in range(GMIS):
-        torch.manual_seed(0)
-        agent = build_agent(
-            plan, rl_device=device, seed=0, threads=1, make=A2CAgent, train_dir=str(tmp_path)
-        )
-        agent.mixed_precision = mixed
-        agent.scaler = torch.amp.GradScaler("cuda", enabled=False)
-        agent.trancate_gradients_and_step = lambda: None  # compare before the step
-        sync_normalizers(agent, lambda row: pytest.fail("gathered instead of read ahead"))
-        rms = agent.model.running_mean_std
-        rows = torch.stack([batch_moments(rms, s["obs"]).cpu() for s in shards])
+        getattr(agent.model, "_orig_mod", agent.model).load_state_dict(start)
         rms.expect([rows])
-        if compiled:
-            agent.model = torch.compile(agent.model)  # as rl-games' Runner does
         agent.model.train()
         A2CAgent.calc_gradients(agent, shards[g])
         grads.append(torch.cat([p.grad.reshape(-1).double() for p in agent.model.parameters()]))

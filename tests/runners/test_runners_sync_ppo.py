@@ -70,6 +70,7 @@ def test_lockstep_averages_gradients_and_merges_episode_meters_across_gmis(compo
     seen = spawn_gmis(plan, exercise_lockstep)
     assert all(v == 1.5 for grad in seen["grads"] for v in grad)  # mean of 1 and 2
     assert seen["kl"] == 1.5 and seen["collectives"] == 1  # the KL rode with the gradients
+    assert seen["mini_epoch_kl"] == (1.5 + 15.0) / 2  # each minibatch's own, then their mean
     assert seen["meter"] == (20.0, 3)  # (2 x 10 + 1 x 40) / 3 episodes
     assert seen["strategy"] == "auto"
     assert "Algorithm 1 picks mpr for MPL=[[0, 1]]" in seen["reports"][0]

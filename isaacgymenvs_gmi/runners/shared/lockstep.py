@@ -56,7 +56,7 @@ class PpoLockstep:
         riders = None if kl is None else kl.detach().reshape(1).float()
         mean = self.average_gradients(params, riders)
         if mean is not None:
-            self.kls.append(mean[0])
+            self.kls.append(mean[0].clone())  # a view of the bucket, which the next one reuses
 
     def mean_kl(self, fallback: float) -> float:
         """The mean over GMIs of the KLs since the last call (each averaged in its minibatch's
