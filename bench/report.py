@@ -147,7 +147,16 @@ def rows() -> list[str]:
                 f"{t['first_reward']:.1f} -> {t['final_reward']:.1f} in {t['wall_s']:.0f} s "
                 f"| | | rising | {tasks['machine']['cores']}-core CPU |"
             )
-    return out + async_rows() + randomization_rows() + startup_rows() + pbt_rows() + sweep_rows()
+    return (
+        out
+        + async_rows()
+        + randomization_rows()
+        + startup_rows()
+        + pbt_rows()
+        + sweep_rows()
+        + pruning_rows()
+        + mjx_compile_rows()
+    )
 
 
 def async_rows() -> list[str]:
@@ -283,6 +292,60 @@ def sweep_rows() -> list[str]:
             f"{rewards}) | {run['packed_wall_s']:.0f} s | basic launcher, one at a time "
             f"{run['sequential_wall_s']:.0f} s | **{run['ratio']:.2f}** less time | {target} "
             f"| {where} |"
+        )
+    return out
+
+
+def pruning_rows() -> list[str]:
+    """The same learning-rate sweep pruned and not (bench/sweep_pruning.py)."""
+    run = _load("sweep_pruning")
+    if not run:
+        return []
+    base = run["sweeps"]["none"]
+    out = []
+    for prune, verdict in run["verdicts"].items():
+        r = run["sweeps"][prune]
+        mine, theirs = r["best_config"].split("=")[-1], base["best_config"].split("=")[-1]
+        if verdict["same_best_config"]:
+            found = f"same best config, {mine}"
+        else:
+            noise = run["seed_noise"]
+            good = "as good" if verdict["as_good_within_seed_noise"] else "worse"
+            found = (
+                f"best {mine} vs {theirs}, over {len(noise[mine]['rewards'])} more seeds "
+                f"{good}: "
+                f"{noise[mine]['mean']:.0f} +- {noise[mine]['std']:.0f} vs "
+                f"{noise[theirs]['mean']:.0f} +- {noise[theirs]['std']:.0f}"
+            )
+        out.append(
+            f"| Cartpole learning-rate sweep, {len(run['grid'])} jobs 2 at a time, "
+            f"hydra.launcher.prune={prune}: wall time ({r['pruned_jobs']} pruned; {found}) "
+            f"| {r['wall_s']:.0f} s | no pruning {base['wall_s']:.0f} s "
+            f"| **{verdict['wall_time_ratio']:.2f}** less time | >= 2, same best config "
+            f"| {run['machine']['cores']}-core CPU |"
+        )
+    return out
+
+
+def mjx_compile_rows() -> list[str]:
+    """3 GMIs vs 1 on the GPU's code paths run on the CPU (bench/mjx_compile_learning.py)."""
+    run = _load("mjx_compile_learning")
+    if not run:
+        return []
+    out = []
+    for v in run["verdicts"]:
+        rows = {
+            r["gmis"]: r
+            for r in run["runs"]
+            if r["seed"] == v["seed"] and r["torch_compile"] == v["torch_compile"]
+        }
+        last = str(v["final_epoch"])
+        one, three = (rows[g]["reward_at"][last] for g in (1, 3))
+        out.append(
+            f"| Ant on MJX, torch.compile {'on' if v['torch_compile'] else 'off'}, 3 GMIs vs 1 "
+            f"at equal samples, reward at epoch {last} (seed {v['seed']}) | {three:.0f} "
+            f"| 1 process {one:.0f} | **{v['three_over_one_reward']:.2f}** | as well, within "
+            f"seed noise | {run['machine']['cores']}-core CPU |"
         )
     return out
 

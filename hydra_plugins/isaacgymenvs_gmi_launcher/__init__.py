@@ -27,6 +27,11 @@ class GmiLauncherConf:
     objective: str = "best"  # what a job returns: best | final mean episode reward
     sm_percent: Any = None  # on a GPU: each job's MPS thread percentage (null: uncapped)
     live: Any = "auto"  # the live table of running jobs: auto (on a terminal) | on | off
+    prune: str = "none"  # which jobs stop early: none | median | halving | hyperband (Optuna's)
+    warmup_epochs: Any = 5  # epochs every job runs before a pruner may stop it
+    startup_jobs: Any = 3  # median: jobs finished before it stops any
+    min_epochs: Any = None  # halving/hyperband: the first rung (null: warmup_epochs, >= 1)
+    reduction_factor: Any = 3  # halving/hyperband: 1 / the share of jobs going on at a rung
 
 
 ConfigStore.instance().store(

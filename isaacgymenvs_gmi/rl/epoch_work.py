@@ -33,12 +33,14 @@ class EpochWork:
     updates: int = 0  # optimizer steps asked for (one per minibatch)
     skipped: int = 0  # of them, skipped by the gradient scaler (inf or NaN gradients)
     stages: dict[str, float] = field(default_factory=dict)  # STAGES name -> seconds
+    collectives: int = 0  # exchanges with the other GMIs
 
     def vector(self) -> list[float]:
-        """``[updates, skipped, *seconds in STAGES order]``, for gathering across GMIs."""
+        """``[updates, skipped, collectives, *seconds in STAGES order]``, for gathering."""
         return [
             float(self.updates),
             float(self.skipped),
+            float(self.collectives),
             *(self.stages.get(s, 0.0) for s in STAGES),
         ]
 
@@ -68,7 +70,8 @@ class EpochMeter:
     """Counts one learner's steps and stage seconds between :meth:`start` and :meth:`finish`.
 
     The learner adds what it times itself (:meth:`add`); cumulative clocks kept elsewhere
-    (the env's hand-off seconds, a group's collective seconds) are read at both ends."""
+    (the env's hand-off seconds, a group's collective seconds and count) are read at both
+    ends."""
 
     def __init__(self):
         self.updates = 0  # optimizer steps asked for, over the whole run
@@ -77,10 +80,12 @@ class EpochMeter:
         self._start_wall = 0.0
         self._start: tuple[int, int | None, float, float] = (0, 0, 0.0, 0.0)
 
-    def start(self, steps_taken: int | None, handoff_s: float, collective_s: float) -> None:
+    def start(
+        self, steps_taken: int | None, handoff_s: float, collective_s: float, collectives: int = 0
+    ) -> None:
         self._own = {}
         self._start_wall = time.perf_counter()
-        self._start = (self.updates, steps_taken, handoff_s, collective_s)
+        self._start = (self.updates, steps_taken, handoff_s, collective_s, collectives)
 
     def add(self, stage: str, seconds: float) -> None:
         self._own[stage] = self._own.get(stage, 0.0) + seconds
@@ -93,11 +98,12 @@ class EpochMeter:
         step_time: float,
         update_time: float,
         collective_in_update_s: float,
+        collectives: int = 0,
     ) -> EpochWork:
         """The epoch since :meth:`start`: ``step_time``/``update_time`` as rl-games measured
         them (its env steps, its update phase); ``collective_in_update_s``: the cumulative
-        collective clock as the update phase ended."""
-        updates0, steps0, handoff0, collective0 = self._start
+        collective clock as the update phase ended; ``collectives``: the cumulative count."""
+        updates0, steps0, handoff0, collective0, count0 = self._start
         updates = self.updates - updates0
         skipped = 0
         if steps_taken is not None and steps0 is not None:
@@ -114,4 +120,4 @@ class EpochMeter:
         }
         wall = time.perf_counter() - self._start_wall
         stages["other"] = max(wall - sum(stages.values()), 0.0)
-        return EpochWork(updates, skipped, stages)
+        return EpochWork(updates, skipped, stages, collectives - count0)

@@ -3,9 +3,11 @@
 Each batch: every job composed and checked first (a refusal names the job and the key, exit 2,
 nothing started); the device slots laid out (``hydra.launcher.per_gpu`` per device over
 ``gmi.num_gpus`` devices; on a GPU one MPS daemon serves every job); the jobs run
-(:class:`~.runner.SweepRunner`); a ``JobReturn`` per job carries its reward, or its error. The
-summary of all the sweep's jobs so far is said and written after each batch. A stop signal ends
-the sweep with its exit code once every running job has stopped with a checkpoint.
+(:class:`~.runner.SweepRunner`), the losers stopped early where ``hydra.launcher.prune`` asks
+(one pruner for the whole sweep, :mod:`~.pruning`); a ``JobReturn`` per job carries its reward
+(a pruned job's: what it reached when stopped), or its error. The summary of all the sweep's jobs
+so far is said and written after each batch. A stop signal ends the sweep with its exit code once
+every running job has stopped (with a checkpoint; escalated by more signals).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from isaacgymenvs_gmi.gmi.stop import exit_code
 from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 
 from .jobs import JobRefused, JobSpec, check_fits, prepare_jobs
+from .pruning import SweepPruner
 from .report import SweepConsole, summary_lines, summary_rows, write_summary
 from .runner import JobState, SweepRunner
 from .settings import LauncherSettings
@@ -50,6 +53,7 @@ class PackedSweep:
         except ConfigError as err:
             _refuse(str(err))
         self.states: list[JobState] = []
+        self.pruner: SweepPruner | None = None
 
     def launch(self, job_overrides: Sequence[Sequence[str]], first_idx: int) -> list[Any]:
         overrides = [list(o) for o in job_overrides]
@@ -59,6 +63,8 @@ class PackedSweep:
         except (ConfigError, JobRefused) as err:
             _refuse(str(err))
         gpu = bool(gpus)
+        if self.settings.prune != "none" and self.pruner is None:
+            self.pruner = SweepPruner(self.settings, _epoch_limit(jobs[0]))
         pool = SlotPool(devices, per_gpu, usable_cores())
         console = SweepConsole(gpu, _live(self.settings.live))
         kind = ("GPU(s)" + (", MPS" if per_gpu > 1 else "")) if gpu else "CPU device(s)"
@@ -75,6 +81,8 @@ class PackedSweep:
                 console.started,
                 console.ended,
                 console.tick,
+                pruner=self.pruner,
+                value=self._value,
             )
             states = runner.run()
         console.close()
@@ -140,10 +148,26 @@ class PackedSweep:
             ret.status = JobStatus.FAILED
             ret.return_value = JobFailed(f"{spec.label}: {state.error}")
             return ret
-        value = (state.result or {}).get(f"{self.settings.objective}_reward")
+        value = self._value(state)
         ret.status = JobStatus.COMPLETED
-        ret.return_value = float("nan") if value is None or not math.isfinite(value) else value
+        ret.return_value = float("nan") if value is None else value
         return ret
+
+    def _value(self, state: JobState) -> float | None:
+        """A job's objective (a pruned job's: the best, or last, reward it reached before it
+        was stopped); None where it has none."""
+        value = (state.result or {}).get(f"{self.settings.objective}_reward")
+        return value if isinstance(value, float | int) and math.isfinite(value) else None
+
+
+def _epoch_limit(job: JobSpec) -> int | None:
+    """The epochs a job runs at most (``max_iterations``, else the train config's
+    ``max_epochs``), or None for no limit."""
+    for key in ("max_iterations", "train.params.config.max_epochs"):
+        value = OmegaConf.select(job.config, key, default=None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 def _refuse(message: str) -> None:

@@ -1,6 +1,6 @@
-"""What a packed sweep says: a line per job start and end, a live table of the running jobs on a
-terminal, and a closing summary ranked by reward, also written as ``summary.json`` and
-``summary.csv`` in the sweep's folder."""
+"""What a packed sweep says: a line per job start and end (a pruned job's says at which epoch and
+against what), a live table of the running jobs on a terminal, and a closing summary ranked by
+reward, also written as ``summary.json`` and ``summary.csv`` in the sweep's folder."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ SUMMARY_FIELDS = (
     "job",
     "overrides",
     "status",
+    "pruned",
     "objective",
     "best_reward",
     "final_reward",
@@ -43,13 +44,18 @@ def _swept(state: JobState) -> str:
 
 def status(state: JobState) -> str:
     """Of a job after the sweep ran: not started (the sweep was stopped first) | running | done |
-    stopped (by a signal, checkpointed) | failed."""
+    pruned (stopped early by the pruner, checkpointed) | stopped (by a signal, checkpointed) |
+    killed (by the sweep's escalation) | failed."""
     if state.proc is None:
         return "not started"
     if state.running:
         return "running"
+    if state.killed:
+        return "killed"
     if state.error is not None:
         return "failed"
+    if state.pruned is not None:
+        return "pruned"
     return "stopped" if (state.result or {}).get("stopped_by") else "done"
 
 
@@ -63,6 +69,7 @@ def table_lines(states: list[JobState], width: int) -> list[str]:
             epoch += f"/{p.max_epochs}" if p is not None and p.max_epochs else ""
             rate = "-" if p is None else f"{p.steps_per_s:,.0f}"
             eta = "starting" if p is None else p.timing.split("ETA")[-1].strip(" ,") or "-"
+            eta = "pruned: stopping" if s.pruned is not None else eta
             reward = "-" if p is None else _reward(p.reward)
             rows.append((str(s.spec.idx), _swept(s), epoch, reward, rate, eta))
         elif s.proc is None:
@@ -96,6 +103,7 @@ class SweepConsole:
             return
         r = state.result or {}
         how = "stopped" if r.get("stopped_by") else "done"
+        how = state.pruned.text() if state.pruned is not None else how
         self.line(
             f"{spec.label} {how} in {took:.1f} s: best reward {_reward(r.get('best_reward'))}, "
             f"final {_reward(r.get('final_reward'))}, {r.get('frames', 0):,} frames; "
@@ -134,6 +142,7 @@ def summary_rows(states: list[JobState], objective: str) -> list[dict[str, Any]]
                 "job": s.spec.idx,
                 "overrides": _swept(s),
                 "status": status(s),
+                "pruned": None if s.pruned is None else s.pruned.text(),
                 "objective": value,
                 "best_reward": r.get("best_reward"),
                 "final_reward": r.get("final_reward"),
@@ -160,8 +169,10 @@ def summary_lines(rows: list[dict[str, Any]], objective: str) -> list[str]:
         text = f"  {row['rank']}. job {row['job']} ({row['overrides']}): {row['status']}"
         if row["objective"] is not None:
             text += f", {objective} reward {_reward(row['objective'])}"
-        if row["error"] and row["status"] == "failed":
+        if row["error"] and row["status"] in ("failed", "killed"):
             text += f": {row['error']}"
+        if row["pruned"]:
+            text += f", {row['pruned']}"
         if row["checkpoint"]:
             text += f"; checkpoint {row['checkpoint']}"
         lines.append(text)

@@ -6,7 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from isaacgymenvs_gmi.config._values import as_mapping, to_plain
+from isaacgymenvs_gmi.config.errors import ConfigError
 from isaacgymenvs_gmi.config.schema import Choice, Int, Real, Settings, parse, setting
+
+from .pruning import PRUNERS
 
 PREFIX = "hydra.launcher"
 OBJECTIVES = ("best", "final")
@@ -25,12 +28,37 @@ class LauncherSettings(Settings):
         sm_percent: on a GPU, each job's MPS active-thread percentage; ``None`` leaves every
             job uncapped (MPS shares the SMs as the jobs need them).
         live: the live table of running jobs: ``auto`` (on a terminal), ``on`` or ``off``.
+        prune: which jobs stop early (:mod:`~.pruning`): ``none``, ``median``, ``halving``
+            (asynchronous successive halving) or ``hyperband``, Optuna's pruners.
+        warmup_epochs: epochs every job runs before a pruner may stop it.
+        startup_jobs: ``median``: jobs that must have finished before it stops any.
+        min_epochs: ``halving``/``hyperband``: the first rung (``None``: ``warmup_epochs``,
+            at least 1).
+        reduction_factor: ``halving``/``hyperband``: 1 / the share of jobs that go on at a
+            rung.
     """
 
     per_gpu: int | None = setting(2, Int(1, why="jobs per device", auto=True))
     objective: str = setting("best", Choice(OBJECTIVES))
     sm_percent: float | None = setting(None, Real(0.0, 100.0, open_low=True, optional=True))
     live: str = setting("auto", Choice(("auto", "on", "off")))
+    prune: str = setting("none", Choice(PRUNERS))
+    warmup_epochs: int = setting(5, Int(0))
+    startup_jobs: int = setting(3, Int(0))
+    min_epochs: int | None = setting(None, Int(1, optional=True))
+    reduction_factor: int = setting(3, Int(2))
+
+    def cross_check(self, prefix: str) -> None:
+        if self.prune == "none":
+            return
+        try:
+            import optuna  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                f"{prefix}.prune",
+                self.prune,
+                "needs Optuna, whose pruners decide (pip install 'isaacgymenvs_gmi[optuna]')",
+            ) from None
 
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str | None = None) -> LauncherSettings:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -82,20 +83,71 @@ def test_a_seed_sweep_runs_two_at_a_time_and_every_checkpoint_plays(tmp_path):
     assert [r["status"] for r in summary(tmp_path / "play")] == ["done"] * 4
 
 
+def test_a_two_gmi_job_waits_for_two_slots_and_every_job_runs_on_its_slots_cores(tmp_path):
+    proc = sweep(tmp_path, "gmi.per_gpu=1,2", "max_iterations=3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {r["job"]: r for r in summary(tmp_path)}
+    assert [rows[j]["status"] for j in (0, 1)] == ["done", "done"], rows
+    assert rows[1]["started"] >= rows[0]["ended"]  # two slots free only once job 0 ended
+    for j in (0, 1):
+        slot = re.search(rf"job {j} \(.*\) started on .* cores (\[[\d, ]*\])", proc.stderr)
+        log = (tmp_path / "sw" / str(j) / "job.log").read_text()
+        assert slot and f"sweep job: bound to cores {slot.group(1)}" in log, log[:500]
+    two = (tmp_path / "sw" / "1" / "job.log").read_text()
+    assert "[GMI x2] epoch 3/3" in two
+    assert re.findall(r"GMI (\d) pools: .* on cores \[(\d)\]", two) == [("0", "0"), ("1", "1")]
+
+
+def test_pruning_stops_the_jobs_that_cannot_learn_and_gives_their_slots_on(tmp_path):
+    """Median pruning over a learning-rate list (a fixed rate: rl-games' adaptive schedule
+    would raise 1e-7 to a good rate within an epoch). The first two jobs run together, so
+    neither can be judged; the next two at 1e-7 are stopped early with a checkpoint, below the
+    median of the finished ones; the last starts in a slot a pruned job freed, before a full
+    job's time has passed, and, as good as the first, runs to the end."""
+    proc = sweep(
+        tmp_path,
+        "train.params.config.learning_rate=3e-3,1e-7,1e-7,1e-7,3e-3",
+        "train.params.config.lr_schedule=identity",
+        "max_iterations=30",
+        "hydra.launcher.prune=median",
+        "hydra.launcher.warmup_epochs=10",
+        "hydra.launcher.startup_jobs=2",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {r["job"]: r for r in summary(tmp_path)}
+    assert [rows[j]["status"] for j in range(5)] == ["done", "done", "pruned", "pruned", "done"]
+    for j in (2, 3):
+        row = rows[j]
+        epoch = int(
+            re.match(r"pruned at epoch (\d+) \(median of \d finished jobs", row["pruned"])[1]
+        )
+        assert 10 < epoch < 30 and Path(row["checkpoint"]).is_file()
+        assert row["objective"] == row["best_reward"]  # what it reached, for the sweeper
+        assert f"job {j} (train.params.config.learning_rate=1e-07) pruned at epoch" in proc.stderr
+    full = rows[0]["ended"] - rows[0]["started"]
+    assert rows[4]["started"] >= min(rows[2]["ended"], rows[3]["ended"])
+    assert rows[4]["started"] - rows[2]["started"] < full
+    assert most_alive_at_once(list(rows.values())) == 2
+
+
 def test_an_optuna_study_records_every_trial_with_the_returned_reward(tmp_path):
+    """One batch of 4 trials on 2 slots: a freed slot takes the batch's next trial; with the
+    launcher's pruner on, a pruned trial's value is what it reached."""
     optuna = pytest.importorskip("optuna")
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     proc = sweep(
         tmp_path,
         "hydra/sweeper=optuna",
         "hydra.sweeper.n_trials=4",
-        "hydra.sweeper.n_jobs=2",
+        "hydra.sweeper.n_jobs=4",
         "hydra.sweeper.direction=maximize",
         "hydra.sweeper.sampler.seed=1",
         "hydra.sweeper.study_name=lr",
         f"hydra.sweeper.storage={storage}",
         "train.params.config.learning_rate=tag(log, interval(1e-4, 1e-2))",
         "max_iterations=3",
+        "hydra.launcher.prune=median",
+        "hydra.launcher.warmup_epochs=1",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     trials = optuna.load_study(study_name="lr", storage=storage).trials
@@ -167,9 +219,10 @@ def test_a_job_killed_with_sigkill_does_not_stop_the_others(tmp_path):
 
 
 def test_ctrl_c_stops_every_running_job_with_a_checkpoint(tmp_path):
+    """Job 1 is stopped (SIGSTOP) when Ctrl-C comes: the sweep continues it first."""
     run = BackgroundSweep(tmp_path, "seed=1,2,3,4", "max_iterations=500")
     run.job_pid(0, epochs=2, timeout=90)
-    run.job_pid(1, epochs=2, timeout=90)
+    os.kill(run.job_pid(1, epochs=2, timeout=90), signal.SIGSTOP)
     run.proc.send_signal(signal.SIGINT)
     code, err = run.finish(timeout=120)
     assert code == 130, err[-3000:]

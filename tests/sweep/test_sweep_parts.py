@@ -70,6 +70,10 @@ def test_a_device_is_refused_more_jobs_than_it_holds_naming_the_launchers_key():
             LauncherSettings(3, "final", None, "on"),
         ),
         ({"sm_percent": 50}, LauncherSettings(sm_percent=50.0)),
+        (
+            {"prune": "Halving", "min_epochs": 4, "reduction_factor": "2"},
+            LauncherSettings(prune="halving", min_epochs=4, reduction_factor=2),
+        ),
     ],
 )
 def test_launcher_settings(given, expected):
@@ -83,6 +87,9 @@ def test_launcher_settings(given, expected):
         ({"objective": "worst"}, "hydra.launcher.objective='worst': must be one of 'best'"),
         ({"sm_percent": 0}, "hydra.launcher.sm_percent=0: must be a number in (0, 100]"),
         ({"per_gpus": 2}, "hydra.launcher.per_gpus=2: unknown key"),
+        ({"prune": "asha"}, "hydra.launcher.prune='asha': must be one of 'none', 'median'"),
+        ({"prune": "halving", "reduction_factor": 1}, "hydra.launcher.reduction_factor=1: "),
+        ({"warmup_epochs": -1}, "hydra.launcher.warmup_epochs=-1: must be an integer >= 0"),
     ],
 )
 def test_bad_launcher_settings_name_the_key(given, message):
@@ -130,6 +137,33 @@ def test_the_summary_ranks_rewards_first_and_names_what_failed(tmp_path):
     as_json, as_csv = write_summary(tmp_path, rows)
     assert json.loads(as_json.read_text())[0]["checkpoint"] == "c.pth"
     assert [r["job"] for r in csv.DictReader(as_csv.open())] == ["2", "0", "1", "3"]
+
+
+def test_a_pruned_job_is_said_ranked_and_returned_with_what_it_reached(tmp_path):
+    import io
+
+    from isaacgymenvs_gmi.sweep.pruning import Pruned
+    from isaacgymenvs_gmi.sweep.report import SweepConsole
+
+    pruned = _ended(1, 130, {"best_reward": 21.5, "final_reward": 20.0, "stopped_by": "SIGINT"})
+    pruned.pruned = Pruned(6, 20.0, "median of 2 finished jobs was 105.2")
+    done = _ended(0, 0, {"best_reward": 150.0, "final_reward": 140.0})
+    rows = summary_rows([done, pruned], "best")
+    assert [(r["job"], r["status"]) for r in rows] == [(0, "done"), (1, "pruned")]
+    assert rows[1]["pruned"] == "pruned at epoch 6 (median of 2 finished jobs was 105.2)"
+    assert summary_lines(rows, "best")[2] == (
+        "  2. job 1 (seed=1): pruned, best reward 21.5, pruned at epoch 6 (median of 2 "
+        "finished jobs was 105.2)"
+    )
+    stream = io.StringIO()
+    SweepConsole(gpu=False, live=False, stream=stream).ended(pruned)
+    assert stream.getvalue().startswith(
+        "sweep: job 1 (seed=1) pruned at epoch 6 (median of 2 finished jobs was 105.2) in 5.0 s:"
+        " best reward 21.5, final 20.0"
+    )
+    sweep = PackedSweep.__new__(PackedSweep)
+    sweep.settings = LauncherSettings(prune="median")
+    assert sweep._job_return(pruned).return_value == 21.5  # the best it reached
 
 
 def test_the_live_table_shows_running_and_queued_jobs():

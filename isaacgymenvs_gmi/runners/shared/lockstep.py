@@ -170,10 +170,11 @@ class ReplicatedPpo:
         scaler = [self.scaler] if self.scaler.is_enabled() else []
         return [*policy_modules(self), self.optimizer, *scaler]
 
-    def collective_seconds(self) -> float:
+    def collective_clock(self) -> tuple[float, int]:
         if self.lockstep is None:
-            return super().collective_seconds()
-        return self.lockstep.group.guard.seconds
+            return super().collective_clock()
+        guard = self.lockstep.group.guard
+        return guard.seconds, guard.count
 
     def share_initial_weights(self) -> None:
         """GMI 0's weights (and normaliser statistics) everywhere, then checked identical."""

@@ -88,9 +88,9 @@ class StoppableAgent(A2CAgent):
         """Optimizer steps the gradient scaler skipped so far (inf or NaN gradients)."""
         return self.meter.skipped_total
 
-    def collective_seconds(self) -> float:
-        """Seconds spent so far in exchanges with other GMIs (none here)."""
-        return 0.0
+    def collective_clock(self) -> tuple[float, int]:
+        """Seconds spent so far in exchanges with other GMIs, and how many (none here)."""
+        return 0.0, 0
 
     def audit_collectives(self) -> tuple[Callable, Callable]:
         """The numerical audit's gather and verdict agreement: here, one GMI's own."""
@@ -99,11 +99,11 @@ class StoppableAgent(A2CAgent):
     def reduce_gradients(self) -> None:
         """Average this minibatch's gradients with the other GMIs' (none here)."""
 
-    def _clocks(self) -> tuple[int | None, float, float]:
+    def _clocks(self) -> tuple[int | None, float, float, int]:
         """What :class:`EpochMeter` reads at both ends of an epoch: optimizer steps taken,
-        the env's hand-off seconds and the collective seconds (both cumulative)."""
+        the env's hand-off seconds, the collective seconds and count (all cumulative)."""
         handoff = getattr(getattr(self.vec_env, "env", None), "handoff_s", 0.0)
-        return optimizer_steps(self.optimizer), handoff, self.collective_seconds()
+        return optimizer_steps(self.optimizer), handoff, *self.collective_clock()
 
     @property
     def epoch_seconds(self) -> list[float]:
@@ -176,7 +176,7 @@ class StoppableAgent(A2CAgent):
         self.before_epoch(self.epoch_num + 1)
         self.meter.start(*self._clocks())
         result = super().train_epoch()
-        self._collective_after_update = self.collective_seconds()
+        self._collective_after_update = self.collective_clock()[0]
         reward = self.game_rewards.get_mean() if self.game_rewards.current_size else None
         ensure_finite(policy_modules(self), self.epoch_num, epoch_values(result, reward))
         self._last_end = time.perf_counter()
@@ -194,8 +194,12 @@ class StoppableAgent(A2CAgent):
         if self.epoch_num == 1:
             startup_clock.mark("first_epoch")
             log.info(startup_clock.startup_line(self.compile_note()))
+        steps, handoff, collective_s, collectives = self._clocks()
         work = self.meter.finish(
-            *self._clocks(),
+            steps,
+            handoff,
+            collective_s,
+            collectives=collectives,
             step_time=float(result[0]),
             update_time=float(result[2]),
             collective_in_update_s=self._collective_after_update,

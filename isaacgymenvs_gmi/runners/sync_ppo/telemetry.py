@@ -75,12 +75,13 @@ class EpochTelemetry:
         for none; ``work``: this GMI's steps and stage seconds."""
         rate = self.frames_per_epoch / max(epoch_seconds, 1e-9)
         mine = torch.tensor([rate, *(work or EpochWork()).vector()], dtype=torch.float64)
-        rows = self.gather(mine, "throughput").reshape(-1, mine.numel())  # (GMIs, 3 + stages)
+        rows = self.gather(mine, "throughput").reshape(-1, mine.numel())  # (GMIs, 4 + stages)
         if self.rank != 0:
             return
         per_gmi = rows[:, 0].tolist()
         updates, skipped = int(rows[0, 1]), int(rows[:, 2].max())  # skips agree in lockstep
-        stages = {name: rows[:, 3 + i].tolist() for i, name in enumerate(STAGES)}
+        collectives = int(rows[0, 3])  # every GMI takes part in the same ones
+        stages = {name: rows[:, 4 + i].tolist() for i, name in enumerate(STAGES)}
         now = self.clock()
         self._ends.append(now)
         total = sum(per_gmi)
@@ -99,6 +100,7 @@ class EpochTelemetry:
             "eta_s": None if left is None else left * self._pace(epoch_seconds),
             "updates": updates,
             "skipped": skipped,
+            "collectives": collectives,
             "stages": stages,  # name -> seconds per GMI
         }
         self.history.append(row)
@@ -118,7 +120,7 @@ class EpochTelemetry:
         if work is not None and (epoch == 1 or epoch % SPLIT_EVERY == 0):
             if self.live:
                 end_live()
-            self.stream.write(split_line(epoch, stages) + "\n")
+            self.stream.write(split_line(epoch, stages, collectives) + "\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -151,14 +153,15 @@ def progress_line(row: dict, gpus, max_epochs: int, bar: float | None = None) ->
     )
 
 
-def split_line(epoch: int, stages: dict[str, list[float]]) -> str:
+def split_line(epoch: int, stages: dict[str, list[float]], collectives: int = 0) -> str:
     """Where epoch ``epoch`` went on its slowest GMI: ``epoch split ...: env_step 0.41 s, ...``
-    (``stages``: name -> seconds per GMI)."""
+    (``stages``: name -> seconds per GMI; ``collectives``: how many the epoch had)."""
     totals = [sum(per) for per in zip(*stages.values(), strict=True)]
     slowest = max(range(len(totals)), key=totals.__getitem__)
     parts = ", ".join(f"{name} {per[slowest]:.3f}" for name, per in stages.items())
     who = f"GMI {slowest}, the slowest" if len(totals) > 1 else "GMI 0"
-    return f"epoch {epoch} split ({who}), seconds: {parts}"
+    count = f" ({collectives} collectives)" if collectives else ""
+    return f"epoch {epoch} split ({who}), seconds: {parts}{count}"
 
 
 def _epochs_left(
