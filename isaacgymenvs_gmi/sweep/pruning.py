@@ -124,10 +124,13 @@ class SweepPruner:
                 for t in trials
                 if t.state == done and epoch in t.intermediate_values
             ]
+            if not values:
+                return "below the finished jobs"
             jobs = "job" if len(values) == 1 else "jobs"
             return f"median of {len(values)} finished {jobs} was {statistics.median(values):.1f}"
         reached = [t.intermediate_values[epoch] for t in trials if epoch in t.intermediate_values]
+        best = f", best {max(reached):.1f}" if reached else ""
         return (
             f"{self.kind}: not in the top 1/{self.factor} of the {len(reached)} jobs that "
-            f"reached it, best {max(reached):.1f}"
+            f"reached it{best}"
         )

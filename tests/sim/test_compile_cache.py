@@ -1,5 +1,6 @@
 """The persistent compile cache: a second run loads every program (the big ones whole, not even
-traced) and compiles none, and trains the same; an entry written for another CPU is never read;
+traced) and compiles none, and trains the same; an entry written for another CPU is never read
+(the same runs, one more);
 ``off`` writes nothing. The warm runs also switch ``gmi.debug.sync`` on (device waits after every
 env step and collective), which must change nothing but the speed."""
 
@@ -62,23 +63,21 @@ def _train(tmp_path: Path, name: str, cache: Path, fingerprint: str | None = Non
 
 
 def test_a_second_run_loads_every_program_compiles_none_and_trains_the_same(tmp_path):
+    """Cold, warm, then warm again as if on another CPU: that run reads none of the entries
+    (its own folder), so it compiles everything again."""
     cache = tmp_path / "cache"
-    whole, loaded, compiled, cold = _train(tmp_path, "cold", cache)
+    here, there = "x86_64 avx512f made-up", "x86_64 sse2 made-up"
+    whole, loaded, compiled, cold = _train(tmp_path, "cold", cache, here)
     assert whole == loaded == 0 and compiled > 0
     whole, loaded, compiled_again, warm = _train(
-        tmp_path, "warm", cache, None, "gmi.debug.sync=true"
+        tmp_path, "warm", cache, here, "gmi.debug.sync=true"
     )
     assert compiled_again == 0 and loaded == compiled  # stored programs: compiles loaded too
     assert whole >= 3  # the MJX step, its start and its blank worlds, not even lowered
     assert cold.keys() == warm.keys()
     assert all(torch.equal(cold[k], warm[k]) for k in cold)
-
-
-def test_an_entry_written_for_another_cpu_is_never_read(tmp_path):
-    cache = tmp_path / "cache"
-    _, _, compiled, _ = _train(tmp_path, "a", cache, fingerprint="x86_64 avx512f made-up")
-    whole, loaded, compiled_b, _ = _train(tmp_path, "b", cache, fingerprint="x86_64 sse2 made-up")
-    assert whole == loaded == 0 and compiled_b == compiled
+    whole, loaded, compiled_there, _ = _train(tmp_path, "there", cache, there)
+    assert whole == loaded == 0 and compiled_there == compiled
     assert len([p for p in cache.iterdir() if p.is_dir()]) == 2  # one folder per CPU
 
 

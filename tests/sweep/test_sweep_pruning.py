@@ -128,3 +128,19 @@ def test_the_job_entry_parses_its_options_and_says_its_cores(tmp_path):
     assert missing.returncode == 2 and "--result" in missing.stderr
     bad = subprocess.run([*entry, "--result", "r", "--cores", "x"], capture_output=True, text=True)
     assert bad.returncode == 2 and "expected core numbers" in bad.stderr
+
+
+def test_hyperband_brackets_stop_the_worst_and_keep_the_best():
+    settings = LauncherSettings(prune="hyperband", warmup_epochs=0, min_epochs=1)
+    pruner = SweepPruner(settings, max_epochs=9)
+    stopped = {}
+    for job in range(9):  # one after another, each better than the one before it but the first
+        pruner.started(job)
+        value = 100.0 if job == 0 else float(job)
+        for epoch in range(1, 10):
+            if verdict := pruner.report(job, epoch, value * epoch):
+                stopped[job] = verdict
+                break
+        pruner.finished(job, None if job in stopped else value * 9, pruned=job in stopped)
+    assert 0 not in stopped and stopped, stopped  # the best never stops; some others do
+    assert all(v.why.startswith("hyperband: not in the top 1/3") for v in stopped.values())
