@@ -18,7 +18,6 @@ import os
 import random
 import time
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from isaacgymenvs_gmi import startup_clock
@@ -80,9 +79,7 @@ def _starting_state(plan, settings: PbtSettings, workspace: Workspace, member, r
     params, changes = mutate(settings.initial, settings, rng)
     if _real(changes):
         say("starts with " + ", ".join(c.describe() for c in _real(changes)))
-    base = plan.train.experiment_name or (
-        plan.train_params["config"]["name"] + datetime.now().strftime("_%d-%H-%M-%S")
-    )
+    base = plan.train.experiment_name or plan.train_params["config"]["name"] + settings.started
     return MemberState(member, params, f"{base}_pbt_{member:02d}", plan.checkpoint)
 
 

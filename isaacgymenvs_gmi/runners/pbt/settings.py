@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
@@ -105,6 +106,7 @@ class PbtSettings(Settings):
         mutation: dotted key -> mutation function, in the order the config gives them.
         initial: each mutated key's value in the composed config, as a number (an int for
             ``mutate_mini_epochs``, else a float).
+        started: the time the config was read, the stamp every member's run folder shares.
     """
 
     PREFIX = "pbt"
@@ -125,6 +127,7 @@ class PbtSettings(Settings):
     change_max: float = setting(1.5, Real(1.0))
     mutation: dict[str, str] = setting({}, _Mutations())
     initial: dict[str, float | int] = field(default_factory=dict)
+    started: str = field(default="", compare=False)  # "_%d-%H-%M-%S", one for all members
 
     @classmethod
     def from_cfg(cls, cfg: Any, *, prefix: str | None = None) -> PbtSettings | None:
@@ -140,7 +143,7 @@ class PbtSettings(Settings):
             return None
         settings = parse(cls, select(cfg, cls.PREFIX), cls.PREFIX)
         initial = {key: _initial(cfg, key, fn) for key, fn in settings.mutation.items()}
-        return replace(settings, initial=initial)
+        return replace(settings, initial=initial, started=datetime.now().strftime("_%d-%H-%M-%S"))
 
     def cross_check(self, prefix: str) -> None:
         if self.change_min > self.change_max:
