@@ -40,9 +40,8 @@ def _gmi(rank: int, g: int, t: int, port: int, rounds: int, out) -> None:
     import torch
     import torch.distributed as dist
 
-    from isaacgymenvs_gmi.comm.reducers import make_reducer
+    from isaacgymenvs_gmi.comm.reducers import make_reducer, mrr_valid, select_strategy
     from isaacgymenvs_gmi.comm.routing import build_collectives
-    from isaacgymenvs_gmi.comm.selector import mrr_valid, select_strategy
     from isaacgymenvs_gmi.placement.layout import GmiLayout
 
     torch.set_num_threads(1)

@@ -45,6 +45,11 @@ def run_train(
     )
 
 
+def assert_ok(proc: subprocess.CompletedProcess, tail: int = 3000) -> None:
+    """``proc`` exited 0; otherwise fail with the end of what it wrote on stderr."""
+    assert proc.returncode == 0, proc.stderr[-tail:]
+
+
 def mean_rewards(stdout: str) -> list[float]:
     """The mean episode reward of each progress line that has one."""
     return [float(r) for *_, r in PROGRESS.findall(stdout) if r != "-"]

@@ -28,7 +28,7 @@ from isaacgymenvs_gmi.console import (
 from isaacgymenvs_gmi.gmi.group import GmiGroup, fingerprint
 from isaacgymenvs_gmi.runners.result import RunResult
 from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry, gather_one
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -290,7 +290,7 @@ TINY = ("num_envs=64", "train.params.config.minibatch_size=512", "max_iterations
 
 def test_one_gmi_prints_our_progress_line_and_one_closing_line(tmp_path):
     proc = _train(tmp_path, *TINY)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     text = proc.stdout + proc.stderr
     assert not NOISE_IN_OUTPUT.search(text), NOISE_IN_OUTPUT.search(text)
     rows = PROGRESS.findall(proc.stdout)
@@ -312,7 +312,7 @@ def test_under_torchrun_the_launcher_speaks_once(tmp_path):
     proc = _train(
         tmp_path / "runs", *TINY[:2], "max_iterations=1", launcher=torchrun, TMPDIR=str(temp)
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     text = proc.stdout + proc.stderr
     for once in ("Isaac Gym settings not used", "Cartpole: 64 envs per GMI", "training done"):
         assert text.count(once) == 1, (once, text[-3000:])
@@ -324,7 +324,7 @@ def test_under_torchrun_the_launcher_speaks_once(tmp_path):
 def two_gmi_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     runs = tmp_path_factory.mktemp("runs")
     proc = _train(runs, "gmi.per_gpu=2", "max_iterations=2", "experiment=console")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     return proc, runs
 
 
@@ -352,6 +352,6 @@ def test_playing_with_fewer_envs_than_training(two_gmi_run):
     proc = run_train(
         "task=Cartpole", "test=True", f"checkpoint={checkpoint}", "num_envs=16", f"train_dir={runs}"
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert "mean episode reward" in proc.stdout
     assert not NOISE_IN_OUTPUT.search(proc.stdout + proc.stderr)

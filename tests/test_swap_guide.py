@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "patches" / "SWAP.md"
@@ -62,7 +62,7 @@ def test_the_guide_has_a_training_and_a_playing_command():
 def test_the_guides_commands_train_and_play_a_projects_task(project, tmp_path):
     train, play = guide_commands()
     proc = _run(train, project, tmp_path, ["max_iterations=2"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert sorted(re.findall(r"^GMI (\d): node ", proc.stdout, re.M)) == ["0", "1"]
     assert f"Ant: {PROJECT_ENVS} envs, mujoco backend" in proc.stderr  # the project's numEnvs
     assert f"task Ant from {project / 'cfg' / 'task' / 'Ant.yaml'}" in proc.stderr
@@ -73,5 +73,5 @@ def test_the_guides_commands_train_and_play_a_projects_task(project, tmp_path):
     played = _run(
         play.replace("$CHECKPOINT", str(checkpoint)), project, tmp_path, ["max_iterations=2"]
     )
-    assert played.returncode == 0, played.stderr[-3000:]
+    assert_ok(played)
     assert "mean episode reward" in played.stdout and "Ant: 8 envs" in played.stderr

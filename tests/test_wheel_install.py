@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import assert_ok
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,7 +125,7 @@ def test_python_dash_m_trains_a_packed_sweep_outside_the_checkout(installed, tmp
         "train.params.config.minibatch_size=256",
         "hydra.sweep.dir=sweep",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     jobs = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     assert [j["status"] for j in jobs] == ["done", "done"]
     for job in (0, 1):  # train_dir=runs, inside each job's folder
@@ -152,7 +153,7 @@ def test_the_console_script_runs_two_gmis(installed, tmp_path):
         text=True,
         timeout=budget(240),
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert "32 envs per GMI x 2 GMIs" in proc.stderr
 
 
@@ -166,7 +167,7 @@ def test_make_and_compose_config_work_outside_the_checkout(installed, tmp_path):
         "print(tuple(obs.shape))\n"
     )
     proc = _run(installed, tmp_path, "-c", code)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert proc.stdout.strip().endswith("(4, 4)")
 
 

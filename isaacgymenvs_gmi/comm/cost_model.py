@@ -18,7 +18,7 @@ costs more than the alternative, and MRR is priced only on layouts where it can 
 
 from __future__ import annotations
 
-from .selector import Strategy
+from .reducers import Strategy
 
 
 def table_2_time(strategy: Strategy, g: int, t: int, model_bytes: float, b1: float, b2: float):

@@ -1,4 +1,9 @@
-"""MPR, MRR and HAR (paper Sec. 4.1, Fig. 4) over a :class:`Collectives` transport.
+"""Layout-aware gradient reduction (paper Sec. 4.1): Algorithm 1, the reducers MPR, MRR and HAR
+(Fig. 4) over a :class:`Collectives` transport, and :func:`build_gradient_reduction`, the one
+call from a GMI layout to a working reducer.
+
+Algorithm 1 is an ordered table of (condition, strategy) rows (:data:`RULES`); the first that
+matches the GMI-to-GPU mapping list (``MPL``, e.g. ``[[0, 1, 2], [3, 4, 5]]``) wins.
 
 Each reducer turns every GMI's flat gradient (a 1-D tensor) into the mean over all GMIs, in
 place. Only the layout decides who talks to whom:
@@ -15,6 +20,7 @@ place. Only the layout decides who talks to whom:
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Literal
 
@@ -23,17 +29,34 @@ import torch
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 from .agreed_timing import agree_on_fastest, median_seconds, wait_for_device
-from .collectives import Collectives, Group
-from .selector import Strategy, mrr_valid, select_strategy
+from .collectives import Collectives
+from .routing import build_collectives
+from .store import Store
+
+Strategy = Literal["mpr", "mrr", "har"]
+MPL = Sequence[Sequence[int]]
+Report = Callable[[str], None]  # one status line
+
+# --- Algorithm 1 ----------------------------------------------------------------------------
+RULES: tuple[tuple[str, Callable[[MPL], bool], Strategy], ...] = (
+    ("all GMIs on one GPU", lambda mpl: len(mpl) <= 1, "mpr"),
+    ("GPUs hold different numbers of GMIs", lambda mpl: len({len(r) for r in mpl}) > 1, "har"),
+    ("more GMIs per GPU than GPUs", lambda mpl: len(mpl[0]) > len(mpl), "har"),
+    ("otherwise", lambda mpl: True, "mrr"),
+)
 
 
-def groups_for(layout: GmiLayout) -> list[Group]:
-    """Every group any strategy uses for ``layout``, in one fixed order (create them all, on
-    every GMI, in this order)."""
-    mpl = layout.mpl()
-    devices = [tuple(row) for row in mpl]
-    slots = [tuple(row[s] for row in mpl) for s in range(layout.per_device)]
-    return [tuple(range(layout.world_size)), *devices, *slots, tuple(layout.leaders())]
+def select_strategy(mpl: MPL) -> Strategy:
+    """The strategy Algorithm 1 picks for ``mpl``."""
+    return next(strategy for _, applies, strategy in RULES if applies(mpl))
+
+
+def mrr_valid(mpl: MPL) -> bool:
+    """MRR needs as many GMIs on every GPU, and no more GMIs per GPU than GPUs."""
+    return len(mpl) > 1 and len({len(r) for r in mpl}) == 1 and len(mpl[0]) <= len(mpl)
+
+
+# --- the reducers ---------------------------------------------------------------------------
 
 
 class Reducer(abc.ABC):
@@ -148,3 +171,47 @@ class TunedReduction(Reducer):
         self.choice[flat.numel()] = best
         if self.on_choice is not None:
             self.on_choice(flat.numel(), best, mean)
+
+
+# --- from a layout to a reducer --------------------------------------------------------------
+def build_gradient_reduction(
+    rank: int,
+    layout: GmiLayout,
+    *,
+    comm: str,
+    intra_device: str,
+    store: Store,
+    timeout_s: float,
+    device: torch.device | str,
+    backend: str,
+    report: Report | None = None,
+) -> Reducer | None:
+    """This GMI's reducer for ``layout``, over transports built for it, reported.
+
+    ``comm``: ``gmi.comm`` (auto | mpr | mrr | har); ``intra_device``: ``gmi.intra_device``;
+    ``device``: where this GMI's gradients live; ``backend``: how the GPU is shared (cpu | mps |
+    mig | direct). ``report``, when given, receives the start-up line now and, under ``auto``,
+    one line per gradient size once it is measured (give it on one GMI only).
+
+    ``layout`` may cover only the first GMIs of the process group; the others call this too
+    (group creation is collective) and get None.
+    """
+    collectives, transports = build_collectives(
+        rank, layout, intra_device, store, timeout_s, device=device, backend=backend
+    )
+    if collectives is None:
+        return None
+
+    def report_choice(numel: int, chosen: str, seconds: dict[str, float]) -> None:
+        if report is not None:
+            ms = ", ".join(f"{s} {t * 1e3:.2f} ms" for s, t in seconds.items())
+            report(f"gradient reduction for {numel:,} values: {chosen} (measured: {ms})")
+
+    reducer = make_reducer(comm, layout, collectives, on_choice=report_choice)
+    if report is not None:
+        mpl = layout.mpl()  # Algorithm 1's pick is ``auto``'s prior
+        report(
+            f"gradient reduction: gmi.comm={comm} (Algorithm 1 picks {select_strategy(mpl)} "
+            f"for MPL={mpl}); {transports}"
+        )
+    return reducer

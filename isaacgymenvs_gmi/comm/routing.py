@@ -23,7 +23,6 @@ from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 from .agreed_timing import agree_on_fastest, median_seconds, wait_for_device
 from .collectives import Collectives, Group, TorchCollectives
-from .reducers import groups_for
 from .shared_memory import SharedMemoryCollectives, shm_supported
 from .store import Store
 
@@ -44,6 +43,16 @@ class TransportChoice:
             sizes = " + ".join(f"{n:,}" for n in PROBE_ELEMS)
             text += f" (all-reduce of {sizes} floats inside a GPU, measured: {ms})"
         return text
+
+
+def groups_for(layout: GmiLayout) -> list[Group]:
+    """Every group any reduction strategy uses for ``layout``, in one fixed order (create them
+    all, on every GMI, in this order): everyone, each device's GMIs, each slot's GMIs across
+    devices, the devices' leaders."""
+    mpl = layout.mpl()
+    devices = [tuple(row) for row in mpl]
+    slots = [tuple(row[s] for row in mpl) for s in range(layout.per_device)]
+    return [tuple(range(layout.world_size)), *devices, *slots, tuple(layout.leaders())]
 
 
 def ipc_possible(on_gpu: bool, backend: str) -> bool:

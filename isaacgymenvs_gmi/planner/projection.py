@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from isaacgymenvs_gmi.comm.cost_model import reduction_time
-from isaacgymenvs_gmi.comm.selector import select_strategy
+from isaacgymenvs_gmi.comm.reducers import select_strategy
 
 from .search import Candidate, Profile
 

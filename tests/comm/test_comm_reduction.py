@@ -10,9 +10,8 @@ import pytest
 import torch
 
 from isaacgymenvs_gmi.comm.collectives import ThreadCollectives, ThreadHub
-from isaacgymenvs_gmi.comm.reducers import make_reducer
+from isaacgymenvs_gmi.comm.reducers import make_reducer, mrr_valid
 from isaacgymenvs_gmi.comm.routing import RoutedCollectives, build_collectives
-from isaacgymenvs_gmi.comm.selector import mrr_valid
 from isaacgymenvs_gmi.comm.shared_memory import SharedMemoryCollectives
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 from tests.helpers import free_port

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 FORK_ENVS, FORK_HORIZON, FORK_MINIBATCH = 48, 8, 384  # bundled Cartpole: 512 envs, horizon 16
@@ -45,7 +45,7 @@ def _train(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dic
     proc = run_train(
         "task=Cartpole", "max_iterations=1", *args, f"train_dir={runs}", cwd=tmp_path, timeout_s=240
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     (checkpoint,) = runs.glob("*/nn/last_*.pth")
     return proc, torch.load(checkpoint, map_location="cpu", weights_only=False)
 

@@ -13,7 +13,7 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.ignored import TOP_LEVEL_KEYS
 from isaacgymenvs_gmi.config.upstream_switches import HONOURED, NAMED, not_applied, pbt_enabled
 from isaacgymenvs_gmi.runners.pbt.settings import PBT_KEYS
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 # IsaacGymEnvs' cfg/config.yaml, top level (its defaults list aside)
@@ -133,6 +133,6 @@ def test_train_py_refuses_bad_pbt_settings_before_any_work(compose_cfg, train_py
 
 def test_a_run_names_headless_and_multi_gpu_once(tmp_path):
     proc = _train(tmp_path, "headless=False", "multi_gpu=True", "gmi.per_gpu=2", "max_iterations=1")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert proc.stderr.count("headless=False: there is no viewer window") == 1
     assert proc.stderr.count("multi_gpu=True without torchrun: this machine's 2 GMIs") == 1

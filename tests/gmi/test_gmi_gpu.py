@@ -16,6 +16,7 @@ import pytest
 from isaacgymenvs_gmi.gmi.mps import daemon_running, mps_daemon
 from isaacgymenvs_gmi.placement.inventory import detect_inventory
 from tests.gmi.test_gmi_runtime import progress
+from tests.helpers import assert_ok
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +93,7 @@ def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
         "max_iterations=20",
         task="Ant",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert "[GMI x3] epoch 20/20 " in proc.stdout and "non-finite" not in proc.stderr
     identities = [ln for ln in proc.stdout.splitlines() if " GPU libraries: libcublas" in ln]
     assert len(identities) == 3, proc.stdout[-3000:]  # every GMI says what it runs on
@@ -106,7 +107,7 @@ def test_three_mps_gmis_train_ant_finite_with_a_rising_reward(tmp_path):
 @pytest.mark.parametrize("backend", ["mps", "direct"])
 def test_two_gmis_train_on_one_gpu(tmp_path, backend):
     proc = train(tmp_path, "gmi.per_gpu=2", f"gmi.backend={backend}", "max_iterations=20")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert f"backend {backend}" in proc.stdout and "[GMI x2]" in proc.stdout
     if backend == "mps":
         assert "50% of SMs" in proc.stdout
@@ -124,7 +125,7 @@ def test_async_on_one_gpu_over_cuda_ipc_and_host_staging(tmp_path, transport, ro
         f"gmi.async.transport={transport}",
         "max_iterations=40",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     ready = next(line for line in proc.stdout.splitlines() if "trainer ready" in line)
     assert (routes in ready) if routes else ("CUDA IPC" not in ready), ready
     assert "produced" in proc.stdout and "NaN" not in proc.stdout
@@ -139,5 +140,5 @@ def test_serving_on_three_mps_gmis(tmp_path):
         "serve.steps=200",
         f"serve.record={tmp_path / 'rec'}",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert "PPS" in proc.stdout and (tmp_path / "rec" / "manifest.json").exists()

@@ -13,6 +13,7 @@ import pytest
 
 from isaacgymenvs_gmi.config import ConfigError, GmiConfig
 from isaacgymenvs_gmi.gmi.start_method import start_method
+from tests.helpers import assert_ok
 
 DECIDE = """
 import sys, threading, time
@@ -42,7 +43,7 @@ print(plan.dims, xla_bridge.backends_are_initialized())
 
 def _run(code: str, arg: str) -> list[str]:
     proc = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     return proc.stdout.strip().splitlines()
 
 

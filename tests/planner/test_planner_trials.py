@@ -20,7 +20,7 @@ from isaacgymenvs_gmi.planner import choose, resolve
 from isaacgymenvs_gmi.planner.search import Candidate, Profile
 from isaacgymenvs_gmi.planner.trial import TrialSetup, run_trial
 from tests.conftest import SESSION_ENV
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +201,7 @@ def test_per_gpu_auto_trains_cartpole_with_the_chosen_configuration(searched, ca
         f"train_dir={cache_dir / 'runs'}",
         timeout_s=600,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     out = proc.stdout + proc.stderr
     assert "[plan] chose " + " ".join(choice.overrides()) in out
     assert "from the cache" in out
@@ -225,7 +225,7 @@ def test_the_cli_prints_the_table_writes_json_and_plot_and_the_command(
         f"gmi.plan.cache_dir={cache_dir}",
         f"--out={tmp_path}",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert "candidate" in proc.stdout and "per_gpu=2 num_envs=256" in proc.stdout
     command = "python train.py task=Cartpole " + " ".join(choice.overrides())
     assert proc.stdout.rstrip().endswith(command)

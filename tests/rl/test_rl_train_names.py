@@ -18,6 +18,7 @@ from rl_games.algos_torch.network_builder import A2CBuilder, NetworkBuilder
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.rl.train_names import check_rlgames_names
+from tests.helpers import assert_ok
 
 TRAIN_DIR = Path(__file__).resolve().parents[2] / "cfg" / "train"
 TRAIN_FILES = sorted(TRAIN_DIR.glob("*.yaml"))
@@ -180,7 +181,7 @@ def test_algorithms_are_those_a_built_runner_registers_and_checking_stays_light(
     """rl-games' test networks count (registered lazily); neither rl-games' trainer, its test
     networks nor torch's compiler is imported to check."""
     proc = subprocess.run([sys.executable, "-c", LIVE], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     live = json.loads(proc.stdout.strip().splitlines()[-1])
     assert live["loaded"] == []
     with pytest.raises(ConfigError) as caught:

@@ -12,7 +12,7 @@ import torch
 
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from isaacgymenvs_gmi.launch import plan_run, run
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ def test_cartpole_checkpoint_plays_and_prints_mean_reward(cartpole_run):
         "train.params.config.minibatch_size=1024",
         "headless=True",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     line = [x for x in proc.stdout.splitlines() if x.startswith("mean episode reward:")]
     assert line, proc.stdout[-3000:]
     played = float(line[-1].split(":")[1].split(",")[0])

@@ -13,7 +13,7 @@ from isaacgymenvs_gmi.config import wandb as wandb_config
 from isaacgymenvs_gmi.config.wandb import WandbSettings
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.sim.render import renderer_problem
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def test_an_offline_run_writes_the_reward_and_the_config(tmp_path, mode):
         env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"},
         timeout_s=600,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     (run,) = (tmp_path / "wandb").glob("offline-run-*")  # one run: GMI 0's (the lead trainer)
     config = yaml.safe_load((run / "files" / "isaacgymenvs_gmi_config.yaml").read_text())
     assert config["task_name"] == "Cartpole" and config["gmi"]["per_gpu"] == 2

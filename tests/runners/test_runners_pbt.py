@@ -20,6 +20,7 @@ from isaacgymenvs_gmi.runners.pbt.member import state_fingerprint
 from isaacgymenvs_gmi.runners.pbt.workspace import Workspace
 from tests.gmi.launched_run import LaunchedRun
 from tests.gmi.test_gmi_runtime import train
+from tests.helpers import assert_ok
 from tests.pbt_upstream_files import write_upstream_pbt_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,7 +162,7 @@ def test_a_member_that_fails_restarts_from_its_newest_record(tmp_path):
         *POPULATION, "max_iterations=24", "pbt.replace_fraction_worst=0.01",
         tmp_path=tmp_path, env={"ISAACGYMENVS_GMI_FAULT": "1:crash:12"},
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert_ok(run)
     restarted = re.search(
         r"\[PBT\] member 1: failed \(RuntimeError: injected crash in GMI 1\); restarts from "
         r"its iteration (\d+) \(frame ([\d,]+)\) \[1/3\]",
@@ -234,7 +235,7 @@ def test_the_same_population_resumes_from_its_workspace(population, tmp_path):
     _, runs = population
     shutil.copytree(runs / "pbt_workspace", tmp_path / "runs" / "pbt_workspace")
     again = train(*POPULATION, "max_iterations=2", "seed=4", tmp_path=tmp_path)
-    assert again.returncode == 0, again.stderr[-3000:]
+    assert_ok(again)
     resumed = re.findall(r"\[PBT\] member (\d): resumes from its iteration (\d+)", again.stdout)
     assert sorted(m for m, _ in resumed) == ["0", "1", "2"], again.stdout[-3000:]
     assert "never reported" not in again.stdout

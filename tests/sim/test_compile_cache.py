@@ -17,7 +17,7 @@ import torch
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.gmi import GmiConfig
 from isaacgymenvs_gmi.sim import compile_cache
-from tests.helpers import run_train
+from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNTS = re.compile(
@@ -46,7 +46,7 @@ def _mjx_cartpole(tmp_path: Path, runs: Path, cache: Path, *extra: str, env=None
         cwd=tmp_path,
         env=env,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     return proc
 
 

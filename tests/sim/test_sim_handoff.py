@@ -140,9 +140,15 @@ def test_debug_sync_waits_for_the_device_at_every_hand_off(monkeypatch):
     assert calls == ["device", "device"]
 
 
-def test_sync_devices_waits_for_jaxs_programs():
+def test_sync_devices_waits_for_jaxs_programs(monkeypatch):
+    """It waits for every live array, the program's output among them (whether or not the
+    program has finished by then on this CPU)."""
     x = jax.jit(lambda a: jnp.linalg.matrix_power(a @ a.T / 512, 6))(jnp.ones((512, 512)))
+    waited, wait = [], jax.block_until_ready
+    monkeypatch.setattr(handoff.jax, "block_until_ready", lambda xs: waited.append(xs) or wait(xs))
     handoff.sync_devices()
+    assert len(waited) == 1
+    assert x.unsafe_buffer_pointer() in {a.unsafe_buffer_pointer() for a in waited[0]}
     assert x.is_ready()
 
 

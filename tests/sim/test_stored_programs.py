@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import assert_ok
+
 # One process: a program that calls LAPACK (a Cholesky factor) and donates its first argument,
 # kept under --key; prints what it computed and how its programs came to be.
 PROGRAM = """
@@ -44,7 +46,7 @@ def _run(cache: Path | str, key: str = "a", size: int = 3) -> dict:
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.helpers import assert_ok
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +61,7 @@ def most_alive_at_once(rows: list[dict]) -> int:
 
 def test_a_seed_sweep_runs_two_at_a_time_and_every_checkpoint_plays(tmp_path):
     proc = sweep(tmp_path, "seed=1,2,3,4", "max_iterations=4")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     rows = summary(tmp_path)
     assert sorted(r["job"] for r in rows) == [0, 1, 2, 3]
     assert all(r["status"] == "done" for r in rows), rows
@@ -79,13 +80,13 @@ def test_a_seed_sweep_runs_two_at_a_time_and_every_checkpoint_plays(tmp_path):
     # the four checkpoints play, as a packed sweep of their own (all four at once)
     checkpoints = ",".join(r["checkpoint"] for r in sorted(rows, key=lambda r: r["job"]))
     played = sweep(tmp_path / "play", "test=True", f"checkpoint={checkpoints}", per_gpu=4)
-    assert played.returncode == 0, played.stderr[-3000:]
+    assert_ok(played)
     assert [r["status"] for r in summary(tmp_path / "play")] == ["done"] * 4
 
 
 def test_a_two_gmi_job_waits_for_two_slots_and_every_job_runs_on_its_slots_cores(tmp_path):
     proc = sweep(tmp_path, "gmi.per_gpu=1,2", "max_iterations=3")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     rows = {r["job"]: r for r in summary(tmp_path)}
     assert [rows[j]["status"] for j in (0, 1)] == ["done", "done"], rows
     assert rows[1]["started"] >= rows[0]["ended"]  # two slots free only once job 0 ended
@@ -113,7 +114,7 @@ def test_pruning_stops_the_jobs_that_cannot_learn_and_gives_their_slots_on(tmp_p
         "hydra.launcher.warmup_epochs=10",
         "hydra.launcher.startup_jobs=2",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     rows = {r["job"]: r for r in summary(tmp_path)}
     assert [rows[j]["status"] for j in range(5)] == ["done", "done", "pruned", "pruned", "done"]
     for j in (2, 3):
@@ -149,7 +150,7 @@ def test_an_optuna_study_records_every_trial_with_the_returned_reward(tmp_path):
         "hydra.launcher.prune=median",
         "hydra.launcher.warmup_epochs=1",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     trials = optuna.load_study(study_name="lr", storage=storage).trials
     assert [t.state.name for t in trials] == ["COMPLETE"] * 4
     rows = {r["job"]: r for r in summary(tmp_path)}

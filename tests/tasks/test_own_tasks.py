@@ -24,7 +24,7 @@ from isaacgymenvs_gmi.tasks import (
     register_task,
     unregister_task,
 )
-from tests.helpers import mean_rewards, run_train
+from tests.helpers import assert_ok, mean_rewards, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pendulum"
@@ -97,7 +97,7 @@ def test_the_example_task_trains_under_two_gmis(tmp_path, backend):
     proc = _train(
         tmp_path, "task_modules=[pendulum_task]", f"sim_backend={backend}", pythonpath=[EXAMPLE]
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert sorted(re.findall(r"^GMI (\d): node ", proc.stdout, re.M)) == ["0", "1"]
     assert f"Pendulum: 256 envs, {backend} backend, 3 obs / 1 actions" in proc.stderr
     rewards = mean_rewards(proc.stdout)
@@ -121,5 +121,5 @@ def test_an_installed_packages_entry_point_makes_the_task_known(tmp_path):
         )
     )
     proc = _train(tmp_path / "runs", "max_iterations=2", pythonpath=[site, EXAMPLE])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     assert "Pendulum: 256 envs, mujoco backend" in proc.stderr

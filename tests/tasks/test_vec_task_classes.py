@@ -14,7 +14,7 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.sim.foreign import ForeignVecTask, build_vec_task
 from isaacgymenvs_gmi.tasks import get_task_class, register_task, unregister_task
-from tests.helpers import mean_rewards, run_train
+from tests.helpers import assert_ok, mean_rewards, run_train
 from tests.tasks.upstream_style_task import (
     write_configs,
     write_standin_isaacgymenvs,
@@ -41,7 +41,7 @@ def _train(tree: Path, tmp_path: Path, *args: str, paths: list[str]) -> str:
         f"hydra.searchpath=[file://{tree / 'cfg'}]", *args, "max_iterations=4",
         f"train_dir={tmp_path}", pythonpath=[tree / p for p in paths], timeout_s=600,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_ok(proc)
     return proc.stdout
 
 

@@ -1,9 +1,9 @@
-"""Algorithm 1 (every branch) and the Table 2 cost model."""
+"""Algorithm 1 (every branch, comm/reducers.py) and the Table 2 cost model (comm/cost_model.py)."""
 
 import pytest
 
 from isaacgymenvs_gmi.comm.cost_model import reduction_time, table_2_time
-from isaacgymenvs_gmi.comm.selector import RULES, mrr_valid, select_strategy
+from isaacgymenvs_gmi.comm.reducers import RULES, mrr_valid, select_strategy
 
 
 @pytest.mark.parametrize(
