@@ -1,14 +1,14 @@
-"""``hydra/launcher=gmi``: a Hydra launcher that packs a sweep's jobs onto GMIs.
+"""``hydra/launcher=gmi``: a Hydra launcher that packs a sweep's jobs onto GMIs; and the
+structured configs of ``gmi.*`` and ``hydra.launcher.*``.
 
-Hydra finds launchers only under the ``hydra_plugins`` namespace, so this module holds the
-class Hydra instantiates and its config; the work is done by :mod:`isaacgymenvs_gmi.sweep`,
-imported when a sweep launches (a single run pays nothing for it).
+Hydra finds plugins only under the ``hydra_plugins`` namespace and imports them before it
+composes, so this module registers the structured configs, made from the settings classes
+(:mod:`isaacgymenvs_gmi.config.structured`), and holds the class Hydra instantiates; the work is
+done by :mod:`isaacgymenvs_gmi.sweep.launcher`, imported when a sweep launches (a single run
+imports only the settings classes, no torch).
 """
 
-# no ``from __future__ import annotations``: Hydra loads plugin modules without registering them
-# in sys.modules, where dataclasses looks string annotations up
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -17,26 +17,25 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from isaacgymenvs_gmi.config.async_mode import AsyncSettings
+from isaacgymenvs_gmi.config.gmi import GmiConfig
+from isaacgymenvs_gmi.config.structured import PROVIDER, schema_node
+from isaacgymenvs_gmi.sweep.settings import LauncherSettings
 
-@dataclass
-class GmiLauncherConf:
-    """``hydra.launcher.*`` (checked by ``isaacgymenvs_gmi.sweep.settings``)."""
-
-    _target_: str = "hydra_plugins.isaacgymenvs_gmi_launcher.GmiLauncher"
-    per_gpu: Any = 2  # jobs each device runs at once, or auto (measured by the planner)
-    objective: str = "best"  # what a job returns: best | final mean episode reward
-    sm_percent: Any = None  # on a GPU: each job's MPS thread percentage (null: uncapped)
-    live: Any = "auto"  # the live table of running jobs: auto (on a terminal) | on | off
-    prune: str = "none"  # which jobs stop early: none | median | halving | hyperband (Optuna's)
-    warmup_epochs: Any = 5  # epochs every job runs before a pruner may stop it
-    startup_jobs: Any = 3  # median: jobs finished before it stops any
-    min_epochs: Any = None  # halving/hyperband: the first rung (null: warmup_epochs, >= 1)
-    reduction_factor: Any = 3  # halving/hyperband: 1 / the share of jobs going on at a rung
+TARGET = "hydra_plugins.isaacgymenvs_gmi_launcher.GmiLauncher"
 
 
-ConfigStore.instance().store(
-    group="hydra/launcher", name="gmi", node=GmiLauncherConf, provider="isaacgymenvs_gmi"
-)
+def store_schemas() -> None:
+    """Register ``gmi/schema`` (``gmi.*`` and ``gmi.async.*``) and ``hydra/launcher/gmi`` in
+    Hydra's ConfigStore; a second call stores the same nodes again."""
+    store = ConfigStore.instance()
+    gmi = schema_node(GmiConfig, **{"async": AsyncSettings})
+    store.store(group="gmi", name="schema", node=gmi, provider=PROVIDER)
+    launcher = schema_node(LauncherSettings, head={"_target_": TARGET})
+    store.store(group="hydra/launcher", name="gmi", node=launcher, provider=PROVIDER)
+
+
+store_schemas()
 
 
 class GmiLauncher(Launcher):

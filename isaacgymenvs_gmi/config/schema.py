@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from ._values import as_mapping, check_known_keys, select, to_plain
@@ -280,6 +280,17 @@ def _key(f: Field) -> str:
 def keys(cls: type) -> tuple[str, ...]:
     """The config keys a settings class reads, in its order."""
     return tuple(_key(f) for f in fields(cls) if _KIND in f.metadata)
+
+
+def specs(cls: type) -> tuple[tuple[str, Kind, Any], ...]:
+    """``(key, kind, default)`` of each key a settings class reads, in its order."""
+    return tuple(
+        (_key(f), f.metadata[_KIND], _default(f)) for f in fields(cls) if _KIND in f.metadata
+    )
+
+
+def _default(f: Field) -> Any:
+    return f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
 
 
 def parse(cls: type[T], node: Any, prefix: str = "") -> T:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from isaacgymenvs_gmi.config._values import as_mapping, to_plain
+from isaacgymenvs_gmi.config._values import as_mapping
 from isaacgymenvs_gmi.config.errors import ConfigError
 from isaacgymenvs_gmi.config.schema import Choice, Int, Real, Settings, parse, setting
 
@@ -14,6 +14,18 @@ from .pruning import PRUNERS
 PREFIX = "hydra.launcher"
 OBJECTIVES = ("best", "final")
 _HYDRA_KEYS = ("_target_",)  # Hydra's own key in every launcher config
+
+
+@dataclass(frozen=True)
+class _OnOff(Choice):
+    """``auto``, ``on`` or ``off``; YAML reads on/off as booleans, taken as such."""
+
+    allowed: tuple[str, ...] = ("auto", "on", "off")
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return super().convert(value)
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,7 @@ class LauncherSettings(Settings):
     per_gpu: int | None = setting(2, Int(1, why="jobs per device", auto=True))
     objective: str = setting("best", Choice(OBJECTIVES))
     sm_percent: float | None = setting(None, Real(0.0, 100.0, open_low=True, optional=True))
-    live: str = setting("auto", Choice(("auto", "on", "off")))
+    live: str = setting("auto", _OnOff())
     prune: str = setting("none", Choice(PRUNERS))
     warmup_epochs: int = setting(5, Int(0))
     startup_jobs: int = setting(3, Int(0))
@@ -63,7 +75,4 @@ class LauncherSettings(Settings):
     @classmethod
     def from_cfg(cls, node: Any, *, prefix: str | None = None) -> LauncherSettings:
         given = {k: v for k, v in as_mapping(PREFIX, node).items() if k not in _HYDRA_KEYS}
-        live = to_plain(given.get("live"))
-        if isinstance(live, bool):  # YAML reads on/off as booleans
-            given["live"] = "on" if live else "off"
         return parse(cls, given, PREFIX)
