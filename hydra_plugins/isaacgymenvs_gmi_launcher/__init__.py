@@ -1,5 +1,5 @@
 """``hydra/launcher=gmi``: a Hydra launcher that packs a sweep's jobs onto GMIs; and the
-structured configs of ``gmi.*`` and ``hydra.launcher.*``.
+structured configs of ``gmi.*``, ``pbt.*`` and ``hydra.launcher.*``.
 
 Hydra finds plugins only under the ``hydra_plugins`` namespace and imports them before it
 composes, so this module registers the structured configs, made from the settings classes
@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from isaacgymenvs_gmi.config.async_mode import AsyncSettings
 from isaacgymenvs_gmi.config.gmi import GmiConfig
+from isaacgymenvs_gmi.config.pbt import PbtSettings
 from isaacgymenvs_gmi.config.structured import PROVIDER, schema_node
 from isaacgymenvs_gmi.sweep.settings import LauncherSettings
 
@@ -26,11 +27,12 @@ TARGET = "hydra_plugins.isaacgymenvs_gmi_launcher.GmiLauncher"
 
 
 def store_schemas() -> None:
-    """Register ``gmi/schema`` (``gmi.*`` and ``gmi.async.*``) and ``hydra/launcher/gmi`` in
-    Hydra's ConfigStore; a second call stores the same nodes again."""
+    """Register ``gmi/schema`` (``gmi.*`` and ``gmi.async.*``), ``pbt/schema`` and
+    ``hydra/launcher/gmi`` in Hydra's ConfigStore; a second call stores the same nodes again."""
     store = ConfigStore.instance()
     gmi = schema_node(GmiConfig, **{"async": AsyncSettings})
     store.store(group="gmi", name="schema", node=gmi, provider=PROVIDER)
+    store.store(group="pbt", name="schema", node=schema_node(PbtSettings), provider=PROVIDER)
     launcher = schema_node(LauncherSettings, head={"_target_": TARGET})
     store.store(group="hydra/launcher", name="gmi", node=launcher, provider=PROVIDER)
 

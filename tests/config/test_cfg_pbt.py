@@ -11,11 +11,11 @@ from omegaconf import OmegaConf
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.compose import compose_config as compose_like_train_py
+from isaacgymenvs_gmi.config.pbt import PBT_KEYS, PbtSettings
+from isaacgymenvs_gmi.config.pbt_mutation import MUTATIONS
 from isaacgymenvs_gmi.launch import plan_run
 from isaacgymenvs_gmi.runners import MODES, chosen_mode
-from isaacgymenvs_gmi.runners.pbt.mutation import MUTATIONS
 from isaacgymenvs_gmi.runners.pbt.selection import SelectionSettings
-from isaacgymenvs_gmi.runners.pbt.settings import PBT_KEYS, PbtSettings
 from tests.conftest import CFG_DIR, compose_config
 from tests.pbt_upstream_files import UPSTREAM_PBT_FILES, write_upstream_pbt_files
 

@@ -1,5 +1,6 @@
 """Hydra's structured configs made from the settings classes (config/structured.py): each kind's
-node type, the composed defaults, a wrongly typed value refused by Hydra at composition."""
+node type, the composed defaults, a wrongly typed value refused by Hydra at composition (the
+pbt schema's defaults: tests/config/test_cfg_pbt.py)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,9 @@ def test_a_wrongly_typed_value_fails_at_composition_naming_the_key():
     with pytest.raises(ConfigCompositionException) as refused:
         compose_config("task=Cartpole", "gmi.async.rho_bar=big")
     assert "full_key: gmi.async.rho_bar" in str(refused.value.__cause__)
+    with pytest.raises(ConfigCompositionException) as refused:
+        compose_config("task=Cartpole", "pbt=pbt_default", "pbt.interval_steps=often")
+    assert "full_key: pbt.interval_steps" in str(refused.value.__cause__)
     # what the schema leaves as Any is the settings' to refuse, with the allowed values
     assert compose_config("task=Cartpole", "gmi.per_gpu=auto").gmi.per_gpu == "auto"
 

@@ -11,8 +11,8 @@ import pytest
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.ignored import TOP_LEVEL_KEYS
+from isaacgymenvs_gmi.config.pbt import PBT_KEYS
 from isaacgymenvs_gmi.config.upstream_switches import HONOURED, NAMED, not_applied, pbt_enabled
-from isaacgymenvs_gmi.runners.pbt.settings import PBT_KEYS
 from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +124,8 @@ def test_train_py_refuses_bad_pbt_settings_before_any_work(compose_cfg, train_py
     tiny = ("num_envs=32", "train.params.config.minibatch_size=256")
     pbt = ("task=Cartpole", *tiny, f"train_dir={tmp_path / 'runs'}", "pbt=pbt_default")
     printed = train_py_refusal(compose_cfg(*pbt, "pbt.replace_fraction_worst=0"))
-    assert "error: pbt.replace_fraction_worst=0: must be a number in (0, 1]" in printed
+    # typed by the schema: the 0 given is the float 0.0
+    assert "error: pbt.replace_fraction_worst=0.0: must be a number in (0, 1]" in printed
     assert not (tmp_path / "runs").exists()
     printed = train_py_refusal(compose_cfg(*pbt, "gmi.mode=serve"))
     assert "error: gmi.mode='serve': pbt.enabled=True runs as gmi.mode=pbt" in printed

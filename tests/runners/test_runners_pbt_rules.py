@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from isaacgymenvs_gmi.runners.pbt.mutation import (
+from isaacgymenvs_gmi.config.pbt import PbtSettings
+from isaacgymenvs_gmi.config.pbt_mutation import (
     MUTATIONS,
     mutate,
     mutate_discount,
@@ -27,7 +28,6 @@ from isaacgymenvs_gmi.runners.pbt.selection import (
     ranked,
     spread,
 )
-from isaacgymenvs_gmi.runners.pbt.settings import PbtSettings
 
 DEFAULTS = SelectionSettings(0.125, 0.3, 0.5, 0.05)  # IsaacGymEnvs' pbt_default.yaml
 

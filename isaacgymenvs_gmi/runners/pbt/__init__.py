@@ -7,12 +7,12 @@ or dies does not hold the others back.
 
 from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config._values import select
+from isaacgymenvs_gmi.config.pbt import PbtSettings
 from isaacgymenvs_gmi.config.upstream_switches import pbt_enabled
 from isaacgymenvs_gmi.runners.mode import Claim, Mode, ModeFacts, ModeTerms
 
 from .body import run_pbt, workspace_root
 from .identity import PopulationIdentity, check_workspace
-from .settings import PbtSettings
 
 
 def _check_pbt(facts: ModeFacts) -> ModeTerms:

@@ -21,14 +21,14 @@ from dataclasses import replace
 from typing import Any
 
 from isaacgymenvs_gmi import startup_clock
+from isaacgymenvs_gmi.config.pbt import PbtSettings
+from isaacgymenvs_gmi.config.pbt_mutation import mutate
 from isaacgymenvs_gmi.gmi.compile_gate import compile_once_per_device
 from isaacgymenvs_gmi.gmi.context import GmiContext
 from isaacgymenvs_gmi.runners.result import RunResult
 
 from .identity import PopulationIdentity, claim_workspace
 from .member import MemberObserver, MemberState, Restart, state_fingerprint
-from .mutation import mutate
-from .settings import PbtSettings
 from .telemetry import MemberTelemetry, announce_start, event, summarise, wait_for_members
 from .workspace import Workspace
 

@@ -19,9 +19,10 @@ from typing import Any
 import torch
 from rl_games.common.algo_observer import AlgoObserver
 
-from .mutation import Change, mutate
+from isaacgymenvs_gmi.config.pbt import PbtSettings
+from isaacgymenvs_gmi.config.pbt_mutation import Change, mutate
+
 from .selection import Decision, SelectionSettings, decide, may_replace, ranked
-from .settings import PbtSettings
 from .workspace import Record, Workspace
 
 log = logging.getLogger(__name__)

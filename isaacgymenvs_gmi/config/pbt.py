@@ -13,9 +13,10 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
-from isaacgymenvs_gmi.config._values import as_mapping, select
-from isaacgymenvs_gmi.config.errors import ConfigError
-from isaacgymenvs_gmi.config.schema import (
+from ._values import as_mapping, select
+from .errors import ConfigError
+from .pbt_mutation import MUTATIONS
+from .schema import (
     FLAG,
     INVALID,
     Choice,
@@ -29,9 +30,7 @@ from isaacgymenvs_gmi.config.schema import (
     parse,
     setting,
 )
-from isaacgymenvs_gmi.config.upstream_switches import pbt_enabled
-
-from .mutation import MUTATIONS
+from .upstream_switches import pbt_enabled
 
 MUTATED_PREFIXES = ("train.params.config.", "task.env.")
 # What each function can mutate (the rest: any finite number).
