@@ -19,8 +19,9 @@ own (a subclass with its own conversion)    is planned
 
 The node is open (a DictConfig, not a dataclass), so a key it does not know still reaches the
 settings class, which names the closest one. The Hydra plugin (``hydra_plugins.
-isaacgymenvs_gmi_launcher``) registers ``gmi/schema`` (``gmi.*`` with ``gmi.async.*``), which
-``cfg/gmi/default.yaml`` extends, and ``hydra/launcher/gmi``.
+isaacgymenvs_gmi_launcher``) registers ``gmi/schema`` (``gmi.*`` with ``gmi.async.*``) and
+``pbt/schema``, which ``cfg/gmi/default.yaml`` and ``cfg/pbt/pbt_default.yaml`` extend, and
+``hydra/launcher/gmi``.
 """
 
 from __future__ import annotations
