@@ -116,6 +116,21 @@ STARTUP_LINE = re.compile(r"start-up [\d.]+ s to the first epoch.*")  # the run'
 EPOCH_LINE = re.compile(r"epoch:?\s+(\d+)/(\d+)")  # GMI 0's progress line (or rl-games')
 
 
+def timed_sweep(cmd: list[str], name: str, log: Path, hide: Path) -> tuple[float, str]:
+    """Run the sweep ``cmd`` from the repo root, its output kept in ``log``; returns its wall
+    time in seconds and the command as shown (``hide`` written OUT), or exits naming ``name``
+    when it failed."""
+    shown = " ".join(cmd[1:]).replace(str(hide), "OUT")
+    print(f"== {name}: {shown}", flush=True)
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    log.write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall, shown
+
+
 def run_logged(
     cmd: list[str], log_path: Path, limit_s: float, env: dict[str, str] | None = None
 ) -> tuple[list, int, float]:

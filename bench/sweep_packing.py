@@ -19,13 +19,11 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, machine, read_scalars, write_result  # noqa: E402
+from common import ROOT, machine, read_scalars, timed_sweep, write_result  # noqa: E402
 
 CPU_SETTINGS = [  # the README's make train sizes, shorter
     "num_envs=512",
@@ -58,14 +56,8 @@ def sweep(args, packed: bool, out: Path) -> dict:
     cmd += args.settings + [f"hydra.sweep.dir={folder}", f"train_dir={folder / 'runs'}"]
     if packed:
         cmd += ["hydra/launcher=gmi", f"hydra.launcher.per_gpu={args.per_gpu}"]
-    shown = " ".join(cmd[1:]).replace(str(out), "OUT")
-    print(f"== {'packed' if packed else 'sequential'}: {shown}", flush=True)
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    wall = time.monotonic() - t0
-    (out / f"{folder.name}.log").write_text(proc.stdout + proc.stderr)
-    if proc.returncode != 0:
-        raise SystemExit(f"{folder.name} sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    name = "packed" if packed else "sequential"
+    wall, shown = timed_sweep(cmd, name, out / f"{folder.name}.log", out)
     rewards = final_rewards(folder / "runs", packed)
     print(f"   {wall:.1f} s; final rewards by seed {rewards}", flush=True)
     return {"wall_s": round(wall, 2), "final_rewards": rewards, "command": f"python {shown}"}

@@ -30,11 +30,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, write_result  # noqa: E402
+from common import RESULTS, ROOT, timed_sweep, write_result  # noqa: E402
 
 RATES = [f"{m}e-{e}" for e in range(7, 1, -1) for m in (1, 3)]  # 1e-7 ... 3e-2
 ORDER_SEED = 0
@@ -75,14 +74,7 @@ def sweep(args, prune: str, out: Path) -> dict:
         f"hydra.launcher.prune={prune}",
         f"hydra.launcher.warmup_epochs={args.warmup}",
     )
-    shown = " ".join(cmd[1:]).replace(str(out), "OUT")
-    print(f"== {prune}: {shown}", flush=True)
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    wall = time.monotonic() - t0
-    (out / f"{prune}.log").write_text(proc.stdout + proc.stderr)
-    if proc.returncode != 0:
-        raise SystemExit(f"{prune} sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    wall, shown = timed_sweep(cmd, prune, out / f"{prune}.log", out)
     rows = json.loads((folder / "summary.json").read_text())
     best = rows[0]  # ranked by the objective (best mean reward)
     jobs = [
