@@ -21,11 +21,12 @@ from isaacgymenvs_gmi.config import register_resolvers
 from isaacgymenvs_gmi.config.compose import compose_config
 from isaacgymenvs_gmi.config.sim import detect_platform, resolve_sim_settings
 from isaacgymenvs_gmi.console import quiet_console
-from isaacgymenvs_gmi.launch import RunResult, load_task_modules, plan_run
+from isaacgymenvs_gmi.launch import RunResult, plan_run
 from isaacgymenvs_gmi.launch import run as launch_run
 from isaacgymenvs_gmi.planner import resolve_auto
 from isaacgymenvs_gmi.runners.shared.seeding import seed_everything
 from isaacgymenvs_gmi.sim.envs import make_env
+from isaacgymenvs_gmi.sim.task_choice import load_task_modules
 from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
 
 

@@ -31,13 +31,14 @@ One minibatch's gradient, from the learner to the bytes that cross processes:
 """
 
 from .collectives import Collectives
-from .reducers import Reducer, build_gradient_reduction, mrr_valid
+from .reducers import Reducer, build_gradient_reduction, check_transports, mrr_valid
 from .routing import ipc_possible
 
 __all__ = [
     "Collectives",
     "Reducer",
     "build_gradient_reduction",
+    "check_transports",
     "ipc_possible",
     "mrr_valid",
 ]

@@ -26,11 +26,12 @@ from typing import Literal
 
 import torch
 
+from isaacgymenvs_gmi.config.errors import ConfigError
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 
 from .agreed_timing import agree_on_fastest, median_seconds, wait_for_device
 from .collectives import Collectives
-from .routing import build_collectives
+from .routing import build_collectives, ipc_possible
 from .store import Store
 
 Strategy = Literal["mpr", "mrr", "har"]
@@ -54,6 +55,27 @@ def select_strategy(mpl: MPL) -> Strategy:
 def mrr_valid(mpl: MPL) -> bool:
     """MRR needs as many GMIs on every GPU, and no more GMIs per GPU than GPUs."""
     return len(mpl) > 1 and len({len(r) for r in mpl}) == 1 and len(mpl[0]) <= len(mpl)
+
+
+def check_transports(
+    comm: str, intra_device: str, layout: GmiLayout, *, on_gpu: bool, backend: str
+) -> None:
+    """``gmi.comm`` and ``gmi.intra_device`` are ones ``layout`` and the platform allow
+    (ConfigError naming the key): MRR's shape, and CUDA IPC only between GMIs sharing a GPU."""
+    if comm == "mrr" and layout.world_size > 1 and not mrr_valid(layout.mpl()):
+        raise ConfigError(
+            "gmi.comm",
+            "mrr",
+            f"needs as many GMIs on every GPU and no more than GPUs; MPL={layout.mpl()} "
+            "(use auto, mpr or har)",
+        )
+    if intra_device == "ipc" and not ipc_possible(on_gpu, backend):
+        raise ConfigError(
+            "gmi.intra_device",
+            "ipc",
+            f"needs GMIs sharing a GPU under MPS or direct sharing (here: {backend}"
+            f"{'' if on_gpu else ', no GPU'}); use auto, shm or gloo",
+        )
 
 
 # --- the reducers ---------------------------------------------------------------------------

@@ -8,15 +8,15 @@ from .errors import ConfigError
 from .gmi import GMI_BACKENDS, GMI_COMMS, GmiConfig
 from .ignored import ignored_physx_keys, report_ignored_keys
 from .resolvers import register_resolvers
+from .run_settings import RunSettings, TrainSettings, divisors_near
 from .sim import SimSettings, detect_platform, resolve_sim_settings
-from .train_checks import divisors_near, validate_train_config
-from .training import TrainSettings
 
 __all__ = [
     "GMI_BACKENDS",
     "GMI_COMMS",
     "ConfigError",
     "GmiConfig",
+    "RunSettings",
     "SimSettings",
     "TrainSettings",
     "detect_platform",
@@ -25,5 +25,4 @@ __all__ = [
     "register_resolvers",
     "report_ignored_keys",
     "resolve_sim_settings",
-    "validate_train_config",
 ]

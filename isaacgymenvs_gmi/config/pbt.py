@@ -129,7 +129,7 @@ class PbtSettings(Settings):
     started: str = field(default="", compare=False)  # "_%d-%H-%M-%S", one for all members
 
     @classmethod
-    def from_cfg(cls, cfg: Any, *, prefix: str | None = None) -> PbtSettings | None:
+    def from_cfg(cls, cfg: Any) -> PbtSettings | None:
         """From the run's whole composed config; ``None`` when it has no ``pbt`` group or
         ``pbt.enabled`` is False or null.
 

@@ -184,7 +184,7 @@ class RandomizationSettings:
             if name not in _KNOWN:
                 raise ConfigError(f"{_PREFIX}.{name}", params[name], one_of(_KNOWN))
         noise = {
-            name: NoiseSpec.from_cfg(params[name], prefix=f"{_PREFIX}.{name}")
+            name: NoiseSpec.from_node(params[name], prefix=f"{_PREFIX}.{name}")
             for name in ("observations", "actions")
             if params.get(name) is not None
         }
@@ -264,5 +264,5 @@ def _properties(
         elif attr not in honoured:
             raise ConfigError(f"{key}.{attr}", spec, one_of(honoured + known))
         else:
-            out[attr] = PropertySpec.from_cfg(spec, prefix=f"{key}.{attr}")
+            out[attr] = PropertySpec.from_node(spec, prefix=f"{key}.{attr}")
     return out

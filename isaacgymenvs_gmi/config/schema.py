@@ -8,7 +8,7 @@ and :func:`parse` builds the dataclass from a config node, refusing a bad value 
         alpha: float = setting(0.1, Real(0.0, open_low=True))
         replan: bool = setting(False, FLAG)
 
-    plan = PlanSettings.from_cfg(cfg.gmi.plan)  # or parse(PlanSettings, node, "gmi.plan")
+    plan = PlanSettings.from_cfg(cfg)  # the composed config; or .from_node(cfg.gmi.plan)
 
 The rules, decided here once:
 
@@ -28,7 +28,10 @@ each field is checked.
 from __future__ import annotations
 
 import math
+import os
+import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
@@ -41,6 +44,9 @@ _KEY = "key"
 _REQUIRED = "required"
 INVALID = object()  # what a kind's convert() returns for a value it does not take
 _ABSENT = object()
+MAX_NAME = 200  # a run folder is a name plus rl-games' date suffix: under 255 bytes
+_NAME = re.compile(r"^[A-Za-z0-9_.+=@,-]+$")  # letters, digits and a few safe punctuation marks
+_DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
 
 class Kind(ABC):
@@ -134,6 +140,9 @@ class Real(Scalar):
         return number
 
 
+POSITIVE = Real(0.0, open_low=True)
+
+
 @dataclass(frozen=True)
 class Flag(Scalar):
     """``true`` or ``false``."""
@@ -187,6 +196,89 @@ class Text(Scalar):
 
 
 @dataclass(frozen=True)
+class Name(Scalar):
+    """One folder name (a run's, an experiment's), never a path: ``..``, a separator or a space
+    would put the folder somewhere else. A number is taken as its digits."""
+
+    optional: bool = False
+
+    def text(self) -> str:
+        return (
+            f"must be a folder name of at most {MAX_NAME} characters (letters, digits, "
+            "_ . - + = @ ,), not a path: no '/', '\\', '..' or spaces"
+        )
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            return INVALID
+        text = str(value)
+        if len(text) > MAX_NAME or text in (".", "..") or ".." in text:
+            return INVALID
+        return text if _NAME.match(text) else INVALID
+
+
+@dataclass(frozen=True)
+class Device(Scalar):
+    """A torch device name: ``cpu``, ``cuda`` or ``cuda:N`` (returned lower-cased)."""
+
+    optional: bool = False
+
+    def text(self) -> str:
+        return "must be 'cpu', 'cuda' or 'cuda:N'"
+
+    def convert(self, value: Any) -> Any:
+        if not isinstance(value, str) or not _DEVICE.match(value.strip().lower()):
+            return INVALID
+        return value.strip().lower()
+
+
+@dataclass(frozen=True)
+class EpochLimit(Scalar):
+    """An epoch or frame limit: an integer >= 1 (a whole float too), or -1 for none."""
+
+    optional: bool = False
+
+    def text(self) -> str:
+        return "must be an integer >= 1, or -1 for no limit"
+
+    def convert(self, value: Any) -> Any:
+        number = real(value)
+        limit = integer(int(number) if number is not None and number.is_integer() else value)
+        return INVALID if limit is None or (limit < 1 and limit != -1) else limit
+
+
+@dataclass(frozen=True)
+class Folder(Scalar):
+    """A folder that exists (``~`` expanded); its absolute path is returned. ``what`` says which
+    folder, for the message."""
+
+    what: str = "a folder"
+    optional: bool = False
+
+    def text(self) -> str:
+        return f"must be an existing folder ({self.what})"
+
+    def convert(self, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            return INVALID
+        path = os.path.expanduser(value)
+        return os.path.abspath(path) if os.path.isdir(path) else INVALID
+
+
+@dataclass(frozen=True)
+class Section(Scalar):
+    """A mapping of settings read as a whole by another part (rl-games' sub-configs)."""
+
+    optional: bool = False
+
+    def text(self) -> str:
+        return "must be a mapping of settings"
+
+    def convert(self, value: Any) -> Any:
+        return dict(value) if isinstance(value, Mapping) else INVALID
+
+
+@dataclass(frozen=True)
 class Many(Kind):
     """A list of ``each`` (a tuple; ``what`` names them for the message): non-empty unless
     ``empty``, or null when ``optional``; an item's error names ``key[i]``."""
@@ -223,16 +315,24 @@ class Nested(Kind):
 
 
 class Settings:
-    """Base of a schema dataclass: ``from_cfg`` parses it under its ``PREFIX``; ``OTHERS``:
-    keys of its group that another part reads (``gmi.async``: the async mode's settings)."""
+    """Base of a schema dataclass. ``from_cfg`` always takes the run's whole composed config and
+    reads the group under ``PREFIX`` (with no ``PREFIX``: the top-level keys its fields name);
+    ``from_node`` takes the group's own node. ``OTHERS``: keys of its group that another part
+    reads (``gmi.async``: the async mode's settings)."""
 
     PREFIX: ClassVar[str] = ""
     OTHERS: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_cfg(cls: type[T], node: Any, *, prefix: str | None = None) -> T:
-        """Build from the group's node; missing keys take defaults (ConfigError naming the key
-        for an unknown key or a bad value)."""
+    def from_cfg(cls: type[T], cfg: Any) -> T:
+        """Build from the composed config; missing keys take defaults (ConfigError naming the
+        key for an unknown key or a bad value)."""
+        prefix = cls.PREFIX  # type: ignore[attr-defined]
+        return cls.from_node(select(cfg, prefix) if prefix else cfg)  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_node(cls: type[T], node: Any, *, prefix: str | None = None) -> T:
+        """Build from the group's own node, named ``prefix`` (default ``PREFIX``) in errors."""
         return parse(cls, node, cls.PREFIX if prefix is None else prefix)  # type: ignore[attr-defined]
 
     def cross_check(self, prefix: str) -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-from ._values import select
 from .errors import ConfigError
-from .schema import Choice
+from .schema import Choice, Device, Folder, Settings, setting
 
 logger = logging.getLogger(__name__)
 
@@ -25,9 +23,18 @@ MJX_IMPLS: tuple[MjxImpl, ...] = get_args(MjxImpl)
 #: JAX platform names that mean "a CUDA GPU is usable from JAX".
 JAX_GPU_PLATFORMS: tuple[str, ...] = ("gpu", "cuda")
 
-_DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
-_DEVICE_RULE = "must be 'cpu', 'cuda' or 'cuda:N'"
 _GPU_EXTRA_HINT = "install the 'gpu' extra (pip install 'isaacgymenvs_gmi[gpu]')"
+
+
+@dataclass(frozen=True)
+class SimKeys(Settings):
+    """The top-level keys the simulation settings are resolved from, each checked."""
+
+    sim_device: str = setting("cuda:0", Device())
+    rl_device: str = setting("cuda:0", Device())
+    sim_backend: str = setting("auto", Choice(SIM_BACKEND_CHOICES))
+    mjx_impl: str = setting("jax", Choice(MJX_IMPLS))
+    assets_root: str | None = setting(None, Folder("an IsaacGymEnvs 'assets' folder", True))
 
 
 @dataclass(frozen=True)
@@ -78,10 +85,8 @@ def resolve_sim_settings(
             choice the platform cannot run.
     """
     platforms = tuple(p.lower() for p in jax_platforms)
-
-    requested = {
-        key: _check_device(key, select(cfg, key, "cuda:0")) for key in ("sim_device", "rl_device")
-    }
+    keys = SimKeys.from_cfg(cfg)
+    requested = {"sim_device": keys.sim_device, "rl_device": keys.rl_device}
     devices = dict(requested)
     if not cuda_available:
         moved = [k for k, v in requested.items() if v.startswith("cuda")]
@@ -92,9 +97,7 @@ def resolve_sim_settings(
             )
             devices.update({k: "cpu" for k in moved})
     sim_device = devices["sim_device"]
-
-    choice = Choice(SIM_BACKEND_CHOICES).check("sim_backend", select(cfg, "sim_backend", "auto"))
-    impl = cast(MjxImpl, Choice(MJX_IMPLS).check("mjx_impl", select(cfg, "mjx_impl", "jax")))
+    choice, impl = keys.sim_backend, cast(MjxImpl, keys.mjx_impl)
     jax_gpu = any(p in JAX_GPU_PLATFORMS for p in platforms)
     on_cuda = sim_device.startswith("cuda")
 
@@ -123,7 +126,7 @@ def resolve_sim_settings(
         mjx_impl=impl,
         sim_device=sim_device,
         rl_device=devices["rl_device"],
-        assets_root=_check_assets_root(select(cfg, "assets_root")),
+        assets_root=keys.assets_root,
     )
 
 
@@ -176,22 +179,3 @@ def _jax_accelerator_plugins() -> bool:
 
 def _warp_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("warp", "mujoco_warp"))
-
-
-def _check_device(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not _DEVICE_RE.match(value.strip().lower()):
-        raise ConfigError(key, value, _DEVICE_RULE)
-    return value.strip().lower()
-
-
-def _check_assets_root(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ConfigError("assets_root", value, "must be a folder path or ''")
-    path = os.path.expanduser(value)
-    if not os.path.isdir(path):
-        raise ConfigError(
-            "assets_root", value, "must be an existing folder (an IsaacGymEnvs 'assets' folder)"
-        )
-    return os.path.abspath(path)

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
-from .ppo_values import POSITIVE
-from .schema import Int
+from .schema import POSITIVE, Int
 
 
 def _sections(task_config: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from isaacgymenvs_gmi.config import ConfigError, GmiConfig
+from isaacgymenvs_gmi.config import ConfigError, GmiConfig, RunSettings
 from isaacgymenvs_gmi.config._values import select
 from isaacgymenvs_gmi.config.plan import PlanSettings, is_auto
 from isaacgymenvs_gmi.config.schema import Int
@@ -85,15 +85,16 @@ def check_request(cfg: DictConfig) -> tuple[PlanSettings, Request, RunPlan]:
     key = "gmi.per_gpu" if per_auto else "num_envs"
     if torchrun_world(os.environ):
         raise ConfigError(key, "auto", "cannot be searched under torchrun, where ranks are fixed")
-    settings = PlanSettings.from_cfg(select(cfg, "gmi.plan"))
+    settings = PlanSettings.from_cfg(cfg)
     mode = chosen_mode(cfg, str(select(cfg, "gmi.mode", GmiConfig.mode)).strip().lower())
     if mode.not_searched:
         searched = " and ".join(m.name for m in MODES.values() if not m.not_searched)
         raise ConfigError(key, "auto", f"searches {searched} runs; {mode.not_searched}")
-    if bool(select(cfg, "test", False)):
+    run = RunSettings.from_cfg(cfg)
+    if run.test:
         raise ConfigError(key, "auto", "test=True plays in one process: nothing to search")
     train_config = select(cfg, "train.params.config", {}) or {}
-    horizon = Int(1).check("train.params.config.horizon_length", train_config.get("horizon_length"))
+    horizon = run.horizon_length
     per_gpu = None if per_auto else Int(1).check("gmi.per_gpu", select(cfg, "gmi.per_gpu"))
     envs = _reference_envs(cfg)
     minibatches = minibatches_of(train_config, horizon, envs) if mode.trains else None

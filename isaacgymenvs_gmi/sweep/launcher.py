@@ -49,7 +49,7 @@ class PackedSweep:
     def __init__(self, hydra_context: Any, config: DictConfig, settings: dict[str, Any]):
         self.context, self.config = hydra_context, config
         try:
-            self.settings = LauncherSettings.from_cfg(settings)
+            self.settings = LauncherSettings.from_node(settings)
         except ConfigError as err:
             _refuse(str(err))
         self.states: list[JobState] = []

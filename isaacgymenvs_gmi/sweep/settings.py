@@ -73,6 +73,7 @@ class LauncherSettings(Settings):
             ) from None
 
     @classmethod
-    def from_cfg(cls, node: Any, *, prefix: str | None = None) -> LauncherSettings:
+    def from_node(cls, node: Any, *, prefix: str | None = None) -> LauncherSettings:
+        """From the launcher's node (``hydra.launcher``), Hydra's own keys left out."""
         given = {k: v for k, v in as_mapping(PREFIX, node).items() if k not in _HYDRA_KEYS}
         return parse(cls, given, PREFIX)

@@ -62,7 +62,7 @@ def test_groups_present(compose_cfg):
     cfg = compose_cfg()
     assert cfg.pbt.enabled is False
     assert cfg.pbt.policy_idx == 0
-    assert GmiConfig.from_cfg(cfg.gmi) == GmiConfig()
+    assert GmiConfig.from_node(cfg.gmi) == GmiConfig()
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_checkpoint_switches_loading(compose_cfg):
 
 def test_gmi_overrides(compose_cfg):
     cfg = compose_cfg("task=Ant", "gmi.per_gpu=3", "gmi.comm=har", "gmi.sm_percent=[30,30,40]")
-    gmi = GmiConfig.from_cfg(cfg.gmi)
+    gmi = GmiConfig.from_node(cfg.gmi)
     assert gmi.per_gpu == 3
     assert gmi.comm == "har"
     assert gmi.sm_percent == (30.0, 30.0, 40.0)

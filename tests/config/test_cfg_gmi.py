@@ -10,8 +10,8 @@ from isaacgymenvs_gmi.config.debug import DebugSettings
 
 
 def test_missing_keys_take_defaults():
-    assert GmiConfig.from_cfg({}) == GmiConfig()
-    assert GmiConfig.from_cfg(None) == GmiConfig()
+    assert GmiConfig.from_node({}) == GmiConfig()
+    assert GmiConfig.from_node(None) == GmiConfig()
 
 
 @pytest.mark.parametrize(
@@ -37,12 +37,12 @@ def test_missing_keys_take_defaults():
     ],
 )
 def test_good_values(given, field, expected):
-    assert getattr(GmiConfig.from_cfg(given), field) == expected
+    assert getattr(GmiConfig.from_node(given), field) == expected
 
 
 def test_from_dictconfig_with_list():
     node = OmegaConf.create({"per_gpu": 2, "sm_percent": [50, 50]})
-    assert GmiConfig.from_cfg(node) == GmiConfig(per_gpu=2, sm_percent=(50.0, 50.0))
+    assert GmiConfig.from_node(node) == GmiConfig(per_gpu=2, sm_percent=(50.0, 50.0))
 
 
 @pytest.mark.parametrize(
@@ -79,14 +79,14 @@ def test_from_dictconfig_with_list():
 )
 def test_bad_values(given, message):
     with pytest.raises(ConfigError) as info:
-        GmiConfig.from_cfg(given)
+        GmiConfig.from_node(given)
     assert str(info.value).startswith(message)
     assert isinstance(info.value, ValueError)
 
 
 def test_unknown_key_lists_every_known_key():
     with pytest.raises(ConfigError, match=r"^gmi\.foo=") as info:
-        GmiConfig.from_cfg({"foo": 1})
+        GmiConfig.from_node({"foo": 1})
     for name in ("per_gpu", "num_gpus", "backend", "mode", "comm", "sm_percent"):
         assert name in str(info.value)
     assert info.value.key == "gmi.foo"
@@ -94,11 +94,11 @@ def test_unknown_key_lists_every_known_key():
 
 def test_error_lists_all_allowed_values():
     with pytest.raises(ConfigError) as info:
-        GmiConfig.from_cfg({"backend": "bad"})
+        GmiConfig.from_node({"backend": "bad"})
     for name in GMI_BACKENDS:
         assert repr(name) in str(info.value)
 
 
 def test_not_a_mapping():
     with pytest.raises(ConfigError, match="gmi=3: must be a mapping"):
-        GmiConfig.from_cfg(3)
+        GmiConfig.from_node(3)

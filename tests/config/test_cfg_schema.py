@@ -13,9 +13,14 @@ from isaacgymenvs_gmi.config import ConfigError
 from isaacgymenvs_gmi.config.schema import (
     FLAG,
     Choice,
+    Device,
+    EpochLimit,
+    Folder,
     Int,
     Many,
+    Name,
     Real,
+    Section,
     Settings,
     Text,
     keys,
@@ -101,6 +106,49 @@ def test_text_is_a_non_empty_string():
     assert refused(Text(what="a name"), 3).endswith("must be a name")
     assert Text(optional=True).check("g.key", "") is None  # empty means null when optional
     assert refused(Text(), None).endswith("must be a folder")
+
+
+@pytest.mark.parametrize("value", ["run_1", "a.b-c+d=e@f,g", 123, "x" * 200])
+def test_a_name_is_one_folder_name(value):
+    assert Name().check("g.key", value) == str(value)
+
+
+@pytest.mark.parametrize("value", ["..", "../x", "a/b", "/abs", "a b", "", "x" * 201, True, 1.5])
+def test_a_name_is_never_a_path_nor_too_long(value):
+    assert "must be a folder name of at most 200 characters" in refused(Name(), value)
+
+
+def test_a_device_is_cpu_or_cuda_with_an_index():
+    assert [Device().check("g.key", v) for v in ("cpu", " CUDA ", "cuda:1")] == [
+        "cpu",
+        "cuda",
+        "cuda:1",
+    ]
+    for value in ("tpu", "cuda:", "cuda:x", 0, None):
+        assert refused(Device(), value).endswith("must be 'cpu', 'cuda' or 'cuda:N'")
+
+
+def test_an_epoch_limit_is_a_whole_number_from_one_or_minus_one():
+    assert [EpochLimit().check("g.key", v) for v in (1, "7", 3.0, -1)] == [1, 7, 3, -1]
+    for value in (0, -3, 2.5, "abc", True, None):
+        assert refused(EpochLimit(), value).endswith("must be an integer >= 1, or -1 for no limit")
+    assert EpochLimit(optional=True).check("g.key", "") is None
+
+
+def test_a_folder_exists_and_comes_back_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "assets").mkdir()
+    assert Folder("assets").check("g.key", "assets") == str(tmp_path / "assets")
+    (tmp_path / "file").write_text("")
+    for value in ("missing", "file", "", 3):
+        assert refused(Folder("assets"), value).endswith("must be an existing folder (assets)")
+    assert Folder(optional=True).check("g.key", "") is None
+
+
+def test_a_section_is_a_mapping():
+    assert Section().check("g.key", OmegaConf.create({"a": 1})) == {"a": 1}
+    assert refused(Section(), [1]).endswith("must be a mapping of settings")
+    assert Section(optional=True).check("g.key", None) is None
 
 
 def test_a_list_checks_each_item_naming_its_index():

@@ -47,8 +47,8 @@ def test_a_kind_with_a_conversion_of_its_own_is_left_to_its_settings():
 
 def test_the_composed_defaults_are_the_classes():
     cfg = compose_config("task=Cartpole", "hydra/launcher=gmi")
-    assert GmiConfig.from_cfg(cfg.gmi) == GmiConfig()
-    assert AsyncSettings.from_cfg(cfg.gmi["async"]) == AsyncSettings()
+    assert GmiConfig.from_node(cfg.gmi) == GmiConfig()
+    assert AsyncSettings.from_node(cfg.gmi["async"]) == AsyncSettings()
     assert isinstance(cfg.gmi.plan, DictConfig) and cfg.gmi.debug.audit == 0
 
 

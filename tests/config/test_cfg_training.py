@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from isaacgymenvs_gmi.config import ConfigError, TrainSettings
+from isaacgymenvs_gmi.config import ConfigError, RunSettings
 from isaacgymenvs_gmi.launch import plan_run
 
 NO_GPU = (False, ("cpu",), False)
 
 
 def test_defaults_follow_isaacgymenvs(compose_cfg):
-    train = TrainSettings.from_cfg(compose_cfg("task=Ant"))
+    train = RunSettings.from_cfg(compose_cfg("task=Ant")).train()
     assert train.horizon_length == 16
     assert train.torch_deterministic is False
     assert train.sigma is None  # sigma: '' keeps the network's
@@ -29,7 +29,7 @@ def test_values_given_on_the_command_line(compose_cfg, tmp_path):
         "+full_experiment_name=mine",
         "+train.params.config.central_value_config={}",
     )
-    train = TrainSettings.from_cfg(cfg)
+    train = RunSettings.from_cfg(cfg).train()
     assert (train.sigma, train.torch_deterministic, train.horizon_length) == (0.5, True, 32)
     assert train.central_value and train.experiment_name == "mine"
     assert train.train_dir == str(tmp_path)

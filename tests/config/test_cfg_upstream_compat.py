@@ -11,9 +11,9 @@ from pathlib import Path
 
 from isaacgymenvs_gmi.config import (
     GmiConfig,
+    RunSettings,
     ignored_physx_keys,
     resolve_sim_settings,
-    validate_train_config,
 )
 
 
@@ -36,7 +36,7 @@ def test_upstream_style_pair_loads(compose_cfg, upstream_dir):
     assert cfg.wandb_name == "MyCartpole"
     assert cfg.train.params.load_checkpoint is False
     # Our own groups are still there alongside the user's files.
-    assert GmiConfig.from_cfg(cfg.gmi).per_gpu == 1
+    assert GmiConfig.from_node(cfg.gmi).per_gpu == 1
 
 
 def test_upstream_style_pair_with_overrides(compose_cfg, upstream_dir):
@@ -56,7 +56,7 @@ def test_upstream_style_pair_with_overrides(compose_cfg, upstream_dir):
     assert cfg.task.sim.physx.use_gpu is False
     assert cfg.train.params.config.name == "mine"
     assert cfg.train.params.config.max_epochs == 7
-    assert GmiConfig.from_cfg(cfg.gmi).per_gpu == 2
+    assert GmiConfig.from_node(cfg.gmi).per_gpu == 2
 
 
 def test_upstream_style_task_with_defaults_list(compose_cfg, upstream_dir):
@@ -69,7 +69,7 @@ def test_upstream_style_task_with_defaults_list(compose_cfg, upstream_dir):
 
 def test_upstream_style_pair_passes_plugin_checks(compose_cfg, upstream_dir):
     cfg = compose_cfg(_searchpath(upstream_dir), "task=MyCartpole")
-    batch = validate_train_config(cfg.task_name, cfg.task.env.numEnvs, cfg.train.params)
+    batch = RunSettings.from_cfg(cfg).check_batch(cfg.task_name, cfg.task.env.numEnvs)
     assert batch == 16 * 256
     settings = resolve_sim_settings(
         cfg, cuda_available=False, jax_platforms=("cpu",), warp_available=False

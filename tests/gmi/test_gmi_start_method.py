@@ -50,9 +50,9 @@ def _run(code: str, arg: str) -> list[str]:
 def test_choices_that_need_no_process_state():
     assert start_method("spawn", False) == ("spawn", "gmi.start=spawn")
     assert start_method("auto", True) == ("spawn", "the run uses a GPU")
-    assert GmiConfig.from_cfg({}).start == "auto"
+    assert GmiConfig.from_node({}).start == "auto"
     with pytest.raises(ConfigError, match=r"^gmi\.start='fork': must be one of 'auto', 'spawn'"):
-        GmiConfig.from_cfg({"start": "fork"})
+        GmiConfig.from_node({"start": "fork"})
 
 
 @pytest.mark.parametrize(

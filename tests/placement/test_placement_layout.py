@@ -176,20 +176,20 @@ def test_impossible_backends(requested, inventory, needle):
 )
 def test_impossible_layouts(cfg, inventory, key):
     with pytest.raises(ConfigError) as err:
-        node_layout(GmiConfig.from_cfg(cfg), inventory)
+        node_layout(GmiConfig.from_node(cfg), inventory)
     assert key in str(err.value)
 
 
 def test_node_layouts_and_mps_shares():
-    node = node_layout(GmiConfig.from_cfg(dict(per_gpu=3)), CPU)
+    node = node_layout(GmiConfig.from_node(dict(per_gpu=3)), CPU)
     assert (node.backend, node.devices, node.per_device) == ("cpu", 1, 3)
-    node = node_layout(GmiConfig.from_cfg(dict(per_gpu=2, num_gpus=2)), CPU)
+    node = node_layout(GmiConfig.from_node(dict(per_gpu=2, num_gpus=2)), CPU)
     assert (node.devices, node.per_device) == (2, 2)
-    node = node_layout(GmiConfig.from_cfg(dict(per_gpu=3)), TWO_GPUS)
+    node = node_layout(GmiConfig.from_node(dict(per_gpu=3)), TWO_GPUS)
     assert (node.backend, node.devices) == ("mps", 2)
-    even = GmiConfig.from_cfg(dict(per_gpu=3))
+    even = GmiConfig.from_node(dict(per_gpu=3))
     assert [sm_percent(even, s) for s in range(3)] == [33.33, 33.33, 33.33]
-    custom = GmiConfig.from_cfg(dict(per_gpu=2, sm_percent=[70, 30]))
+    custom = GmiConfig.from_node(dict(per_gpu=2, sm_percent=[70, 30]))
     assert [sm_percent(custom, s) for s in range(2)] == [70.0, 30.0]
 
 
@@ -222,7 +222,7 @@ def test_choose_cores(requested, some_pinned, crowded, expected):
 
 
 def test_gmi_cores_takes_only_its_values():
-    assert GmiConfig.from_cfg({"cores": "shared"}).cores == "shared"
+    assert GmiConfig.from_node({"cores": "shared"}).cores == "shared"
     with pytest.raises(ConfigError) as err:
-        GmiConfig.from_cfg({"cores": "spread"})
+        GmiConfig.from_node({"cores": "spread"})
     assert err.value.key == "gmi.cores"

@@ -24,7 +24,7 @@ def test_torchrun_world_is_read_from_a_rank_environment_only():
     ],
 )
 def test_torchrun_ranks_split_over_devices(gmi, devices, world, expected):
-    layout = torchrun_layout(GmiConfig.from_cfg(gmi), devices, world)
+    layout = torchrun_layout(GmiConfig.from_node(gmi), devices, world)
     assert (layout.num_nodes, layout.devices_per_node, layout.per_device) == expected
 
 
@@ -37,4 +37,4 @@ def test_torchrun_ranks_split_over_devices(gmi, devices, world, expected):
 )
 def test_torchrun_ranks_that_do_not_split_are_refused(gmi, devices, world, key):
     with pytest.raises(ConfigError, match=key):
-        torchrun_layout(GmiConfig.from_cfg(gmi), devices, world)
+        torchrun_layout(GmiConfig.from_node(gmi), devices, world)

@@ -83,8 +83,8 @@ def test_a_second_run_loads_every_program_compiles_none_and_trains_the_same(tmp_
 
 def test_the_setting_is_checked_and_named(monkeypatch, tmp_path):
     with pytest.raises(ConfigError, match=r"^gmi\.compile_cache=''"):
-        GmiConfig.from_cfg({"compile_cache": ""})
-    assert GmiConfig.from_cfg({}).compile_cache == "auto"
+        GmiConfig.from_node({"compile_cache": ""})
+    assert GmiConfig.from_node({}).compile_cache == "auto"
     assert compile_cache.cache_folder("off") is None
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     folder = compile_cache.cache_folder("auto")

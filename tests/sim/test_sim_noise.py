@@ -26,7 +26,7 @@ def _task(params: dict | None, randomize: bool = True) -> dict:
 def _noise(**spec) -> Noise:
     spec.setdefault("operation", "additive")
     spec.setdefault("distribution", "gaussian")
-    return Noise(NoiseSpec.from_cfg(spec, prefix="x"), seed=0)
+    return Noise(NoiseSpec.from_node(spec, prefix="x"), seed=0)
 
 
 def test_off_by_default(compose_cfg):

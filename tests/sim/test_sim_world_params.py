@@ -38,7 +38,7 @@ def _settings(params: dict) -> RandomizationSettings:
 
 def _spec(**node) -> PropertySpec:
     node.setdefault("operation", "scaling")
-    return PropertySpec.from_cfg(node, prefix="x")
+    return PropertySpec.from_node(node, prefix="x")
 
 
 def _model(task: str) -> mujoco.MjModel:

@@ -77,7 +77,7 @@ def test_a_device_is_refused_more_jobs_than_it_holds_naming_the_launchers_key():
     ],
 )
 def test_launcher_settings(given, expected):
-    assert LauncherSettings.from_cfg(given) == expected
+    assert LauncherSettings.from_node(given) == expected
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_launcher_settings(given, expected):
 )
 def test_bad_launcher_settings_name_the_key(given, message):
     with pytest.raises(ConfigError) as info:
-        LauncherSettings.from_cfg(given)
+        LauncherSettings.from_node(given)
     assert str(info.value).startswith(message)
 
 
@@ -214,7 +214,7 @@ def test_the_launcher_config_composes_beside_submitits(launcher, target):
         cfg = compose("config", [f"hydra/launcher={launcher}"], return_hydra_config=True)
     assert cfg.hydra.launcher._target_ == target
     if launcher == "gmi":
-        assert LauncherSettings.from_cfg(cfg.hydra.launcher) == LauncherSettings()
+        assert LauncherSettings.from_node(cfg.hydra.launcher) == LauncherSettings()
 
 
 def test_per_gpu_auto_asks_the_planner_with_the_first_jobs_config(monkeypatch):

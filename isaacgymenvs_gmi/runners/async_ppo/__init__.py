@@ -11,7 +11,6 @@ checkpoints, limits), the end-of-run balance in :mod:`.accounting` and the chann
 runs every role in one process.
 """
 
-from isaacgymenvs_gmi.config._values import select
 from isaacgymenvs_gmi.config.async_mode import AsyncSettings
 from isaacgymenvs_gmi.runners.mode import Mode
 
@@ -24,7 +23,7 @@ MODE = Mode(
     body=run_async_ppo,
     check=check_async,
     in_one_process=lambda plan: plan.mode_settings.serial,
-    settings=lambda cfg: AsyncSettings.from_cfg(select(cfg, AsyncSettings.PREFIX)),
+    settings=lambda cfg: AsyncSettings.from_cfg(cfg),
     group=AsyncSettings.PREFIX,
     not_searched="in async mode give gmi.per_gpu a number",
 )

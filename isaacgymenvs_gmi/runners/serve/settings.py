@@ -7,10 +7,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from isaacgymenvs_gmi.config._values import select
 from isaacgymenvs_gmi.config.errors import ConfigError
 from isaacgymenvs_gmi.config.paths import check_writable_folder
-from isaacgymenvs_gmi.config.schema import Int, Settings, Text, parse, setting
+from isaacgymenvs_gmi.config.schema import Int, Settings, Text, setting
 
 
 @dataclass(frozen=True)
@@ -34,11 +33,6 @@ class ServeSettings(Settings):
     record: str | None = setting(None, _RecordFolder(optional=True))
 
     PREFIX = "serve"
-
-    @classmethod
-    def from_cfg(cls, cfg: Any, *, prefix: str | None = None) -> ServeSettings:
-        """From the run's whole config (its ``serve`` group, when it has one)."""
-        return parse(cls, select(cfg, cls.PREFIX), cls.PREFIX)
 
 
 def check_record_folder(key: str, value: Any) -> str:
