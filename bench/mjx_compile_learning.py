@@ -37,9 +37,11 @@ SETUP = (
 )
 
 
-def one_run(gmis: int, seed: int, compile_on: bool, epochs: int, work: Path) -> dict:
-    envs = TOTAL_ENVS // gmis
-    runs = work / f"seed{seed}_gmis{gmis}_compile{int(compile_on)}"
+def train_ant_mjx(
+    gmis: int, envs: int, seed: int, compile_on: bool, epochs: int, runs: Path
+) -> tuple[list, str, float]:
+    """``train.py`` on Ant with MJX (``envs`` per GMI, minibatch 8 x that), logged beside
+    ``runs``; returns its (time, line) rows, its TensorBoard folder and its wall time."""
     cmd = [
         sys.executable,
         "train.py",
@@ -55,12 +57,19 @@ def one_run(gmis: int, seed: int, compile_on: bool, epochs: int, work: Path) -> 
         f"train_dir={runs}",
     ]
     start = time.monotonic()
-    rows, code, _ = run_logged(cmd, work / f"{runs.name}.log", limit_s=3 * 3600)
+    rows, code, _ = run_logged(cmd, runs.with_suffix(".log"), limit_s=3 * 3600)
     wall = time.monotonic() - start
     if code != 0:
         tail = "\n".join(line for _, line in rows[-30:])
         raise RuntimeError(f"{' '.join(cmd)} exited with {code}:\n{tail}")
     (summaries,) = glob.glob(str(runs / "*" / "summaries"))
+    return rows, summaries, wall
+
+
+def one_run(gmis: int, seed: int, compile_on: bool, epochs: int, work: Path) -> dict:
+    envs = TOTAL_ENVS // gmis
+    runs = work / f"seed{seed}_gmis{gmis}_compile{int(compile_on)}"
+    rows, summaries, wall = train_ant_mjx(gmis, envs, seed, compile_on, epochs, runs)
     curve = dict(read_scalars(summaries, "rewards/iter"))
     return {
         "seed": seed,
@@ -71,7 +80,10 @@ def one_run(gmis: int, seed: int, compile_on: bool, epochs: int, work: Path) -> 
         "reward_at": {str(e): curve.get(e) for e in MARKS if e <= epochs},
         "curve": sorted(curve.items()),
         "skipped_steps_seen": any("steps skipped" in line for _, line in rows),
-        "command": " ".join(["python", *cmd[1:]]),
+        "command": "python train.py task=Ant sim_backend=mjx "
+        f"gmi.per_gpu={gmis} num_envs={envs} train.params.config.minibatch_size={envs * 8} "
+        f"+train.params.config.torch_compile={compile_on} max_iterations={epochs} seed={seed} "
+        "train.params.config.save_frequency=0 train_dir=...",
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }
 
