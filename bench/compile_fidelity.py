@@ -61,7 +61,7 @@ def main() -> None:
         for gmis in (3, 1):
             on, off = (one_run(gmis, c, args, Path(work)) for c in (True, False))
             d = drift(on, off)
-            onset = next((e for e, x in enumerate(d) if x > ONSET), None)
+            onset = next((e for e, x in enumerate(d, start=1) if x > ONSET), None)
             pairs[gmis] = {"drift": d, "onset_epoch": onset, "compile_on": on, "compile_off": off}
             print(
                 f"{gmis} GMI(s), compile on vs off: drift per epoch "
