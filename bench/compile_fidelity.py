@@ -35,7 +35,7 @@ ONSET = 1e-3
 def one_run(gmis: int, compile_on: bool, args, work: Path) -> dict[str, list[float]]:
     """rl-games' per-epoch figures (one list per tag, epoch order) of one training run."""
     runs = work / f"gmis{gmis}_compile{int(compile_on)}"
-    _, summaries, _ = train_ant_mjx(
+    _, summaries, _, _ = train_ant_mjx(
         gmis, args.envs // gmis, args.seed, compile_on, args.epochs, runs
     )
     return {tag: [v for _, v in sorted(read_scalars(summaries, tag))] for tag in TAGS}

@@ -39,9 +39,10 @@ SETUP = (
 
 def train_ant_mjx(
     gmis: int, envs: int, seed: int, compile_on: bool, epochs: int, runs: Path
-) -> tuple[list, str, float]:
+) -> tuple[list, str, float, str]:
     """``train.py`` on Ant with MJX (``envs`` per GMI, minibatch 8 x that), logged beside
-    ``runs``; returns its (time, line) rows, its TensorBoard folder and its wall time."""
+    ``runs``; returns its (time, line) rows, its TensorBoard folder, its wall time and its
+    command as a user would type it (the run folder left out)."""
     cmd = [
         sys.executable,
         "train.py",
@@ -63,13 +64,13 @@ def train_ant_mjx(
         tail = "\n".join(line for _, line in rows[-30:])
         raise RuntimeError(f"{' '.join(cmd)} exited with {code}:\n{tail}")
     (summaries,) = glob.glob(str(runs / "*" / "summaries"))
-    return rows, summaries, wall
+    return rows, summaries, wall, " ".join(["python", *cmd[1:-1], "train_dir=..."])
 
 
 def one_run(gmis: int, seed: int, compile_on: bool, epochs: int, work: Path) -> dict:
     envs = TOTAL_ENVS // gmis
     runs = work / f"seed{seed}_gmis{gmis}_compile{int(compile_on)}"
-    rows, summaries, wall = train_ant_mjx(gmis, envs, seed, compile_on, epochs, runs)
+    rows, summaries, wall, command = train_ant_mjx(gmis, envs, seed, compile_on, epochs, runs)
     curve = dict(read_scalars(summaries, "rewards/iter"))
     return {
         "seed": seed,
@@ -80,10 +81,7 @@ def one_run(gmis: int, seed: int, compile_on: bool, epochs: int, work: Path) -> 
         "reward_at": {str(e): curve.get(e) for e in MARKS if e <= epochs},
         "curve": sorted(curve.items()),
         "skipped_steps_seen": any("steps skipped" in line for _, line in rows),
-        "command": "python train.py task=Ant sim_backend=mjx "
-        f"gmi.per_gpu={gmis} num_envs={envs} train.params.config.minibatch_size={envs * 8} "
-        f"+train.params.config.torch_compile={compile_on} max_iterations={epochs} seed={seed} "
-        "train.params.config.save_frequency=0 train_dir=...",
+        "command": command,
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }
 
