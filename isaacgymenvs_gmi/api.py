@@ -1,11 +1,6 @@
-"""The Python entry points, for pipelines that do not go through ``train.py``.
-
-- :func:`make` has the shape of ``isaacgymenvs.make``: one VecTask, built from our config tree
-  (or the caller's composed ``cfg``), seeded, on the devices asked for (CPU where there is no
-  CUDA);
-- :func:`run` runs a composed Hydra config as ``train.py`` would (``gmi.per_gpu=auto`` searched,
-  every key validated, GMIs launched) and returns GMI 0's result, for pipelines that compose
-  their configs in their own ``train.py``.
+"""The Python entry points, for pipelines that do not go through ``train.py``: :func:`make`, with
+the shape of ``isaacgymenvs.make``, and :func:`run`, which runs a composed config as ``train.py``
+would and returns GMI 0's result.
 """
 
 from __future__ import annotations
@@ -51,14 +46,12 @@ def make(
         task: a task name (the suite, registered, or installed ones).
         num_envs: replaces the task file's ``numEnvs``.
         sim_device, rl_device: ``cuda:N`` or ``cpu``; CUDA falls back to the CPU without a GPU.
-        graphics_device_id, virtual_screen_capture, force_render: accepted for the same call
-            shape (nothing is rendered).
+        graphics_device_id, virtual_screen_capture, force_render: accepted, nothing rendered.
         headless: passed to the env.
         multi_gpu: both devices become ``cuda:<LOCAL_RANK>``, as upstream does under torchrun.
         cfg: a composed top-level config to take the task from (``cfg.task``), as upstream's
             ``cfg`` argument; ``task`` then only names it.
-        overrides: more ``train.py`` overrides when composing (``hydra.searchpath=[...]``,
-            ``task_modules=[...]``, ``sim_backend=mjx``, ...).
+        overrides: more ``train.py`` overrides when composing (``sim_backend=mjx``, ...).
 
     Returns:
         an env with IsaacGymEnvs' VecTask API: ``step(actions (N, A))`` ->

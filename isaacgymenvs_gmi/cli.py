@@ -1,10 +1,8 @@
 """The command line: ``python -m isaacgymenvs_gmi task=Ant gmi.per_gpu=3`` (also the
-``isaacgymenvs-gmi`` console script and a checkout's ``train.py``).
-
-Takes IsaacGymEnvs' ``train.py`` command line and configs. Config sources the user names
-(``--config-path``/``--config-name``, ``--config-dir``, ``hydra.searchpath``) come before the
-bundled ``cfg/`` (:mod:`isaacgymenvs_gmi.config.sources`); one line at start names the files the
-task and train configs came from.
+``isaacgymenvs-gmi`` console script and a checkout's ``train.py``), with IsaacGymEnvs'
+``train.py`` command line and configs. Config sources the user names come before the bundled
+``cfg/`` (:mod:`isaacgymenvs_gmi.config.sources`); one line at start names where the task and
+train configs came from.
 """
 
 from __future__ import annotations
@@ -107,10 +105,10 @@ def _say_sources(cfg, sources) -> None:
 
 
 def _train(cfg) -> float | None:
-    """Run ``cfg``; a training run ends with one closing line on stderr (why it ended, frames,
-    wall time, final checkpoint), a failed or stopped one with an exit code. Returns the best
-    mean episode reward an epoch reported (a sweeper's objective: Optuna's), None without one.
-    A sweep's job also writes its result where the sweep asked (:mod:`.sweep.job_result`)."""
+    """Run ``cfg``: a training run ends with one closing line on stderr, a failed or stopped one
+    with an exit code. Returns the best mean episode reward an epoch reported (a sweeper's
+    objective), None without one; a sweep's job also writes its result (:mod:`.sweep.job_result`).
+    """
     import time
 
     from isaacgymenvs_gmi import startup_clock

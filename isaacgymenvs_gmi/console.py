@@ -1,15 +1,11 @@
 """A quiet console: library chatter dropped at our edge, library warnings said once per run,
 and the lines a run says about itself (its progress timing, its closing line).
 
-rl-games prints its set-up steps with bare ``print`` (``self.seed = 42``, ``build mlp: 4``,
-``MAX EPOCHS NUM!``, ...) once per GMI, JAX logs a warning for every accelerator plugin it
-cannot load (the TPU probe on every machine without one) and PyOpenGL says at INFO that its
-optional speed-ups are missing. None of it helps a user read their run, so while
-:func:`quiet_console` is active, lines written to ``sys.stdout`` pass through a line filter and
-those log records are dropped. Under a launcher that starts one process per rank (``torchrun``)
-only rank 0 logs below WARNING, so the launcher's lines appear once. The libraries' files are
-not touched; lines we do not know pass unchanged, and whole lines go out in a single write, so
-the GMIs sharing a terminal no longer interleave half lines.
+While :func:`quiet_console` is active, lines written to ``sys.stdout`` pass through a line
+filter (rl-games' bare ``print`` of its set-up steps, once per GMI) and some library log records
+are dropped (JAX's probe of plugins that are not installed, PyOpenGL's missing speed-ups); under
+``torchrun`` only rank 0 logs below WARNING. Lines we do not know pass unchanged, each in a
+single write, so GMIs sharing a terminal do not interleave half lines.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ import re
 import shutil
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 # rl-games' set-up and shut-down chatter (its own progress and results lines are kept)
@@ -114,15 +110,6 @@ class FilteredStdout(io.TextIOBase):
         return getattr(self.wrapped, "encoding", "utf-8")
 
 
-class _DropMatching(logging.Filter):
-    def __init__(self, pattern: re.Pattern):
-        super().__init__()
-        self.pattern = pattern
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not self.pattern.search(record.getMessage())
-
-
 class _RankZeroInfo(logging.Filter):
     """On a handler: rank 0 shows every record, other ranks WARNING and above; a record shown
     first ends an open progress line."""
@@ -138,12 +125,11 @@ class _RankZeroInfo(logging.Filter):
         return True
 
 
-def launcher_rank(environ: Mapping[str, str] | None = None) -> int:
+def launcher_rank() -> int:
     """This process's rank when a launcher started one process per rank (torchrun sets
     ``RANK``), else 0."""
-    environ = os.environ if environ is None else environ
     try:
-        return int(environ.get("RANK", "0"))
+        return int(os.environ.get("RANK", "0"))
     except ValueError:
         return 0
 
@@ -154,7 +140,10 @@ def quiet_console(rank: int | None = None) -> Iterator[None]:
     and streams without a file descriptor (a test's captured stdout) are left as they are.
     ``rank``: the GMI this process runs (default: the launcher's rank, else 0)."""
     rank = launcher_rank() if rank is None else rank
-    dropped = [(logging.getLogger(name), _DropMatching(p)) for name, p in DROPPED_LOGS]
+    dropped = [
+        (logging.getLogger(name), lambda record, p=p: not p.search(record.getMessage()))
+        for name, p in DROPPED_LOGS
+    ]
     ranked = [(h, _RankZeroInfo(rank)) for h in logging.getLogger().handlers]
     for owner, f in (*dropped, *ranked):
         owner.addFilter(f)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -20,7 +20,6 @@ from isaacgymenvs_gmi.comm import check_transports
 from isaacgymenvs_gmi.config import (
     GmiConfig,
     RunSettings,
-    TrainSettings,
     detect_platform,
     ignored_physx_keys,
     report_ignored_keys,
@@ -35,7 +34,7 @@ from isaacgymenvs_gmi.gmi.spawn import GmiInterrupted, spawn_gmis
 from isaacgymenvs_gmi.gmi.stop import STARTUP, signal_name
 from isaacgymenvs_gmi.gmi.worker import gmi_main, run_in_process
 from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
-from isaacgymenvs_gmi.placement.gpu_sharing import NodeLayout, layout_for, node_layout
+from isaacgymenvs_gmi.placement.gpu_sharing import layout_for, node_layout
 from isaacgymenvs_gmi.placement.inventory import Inventory, detect_inventory
 from isaacgymenvs_gmi.placement.layout import GmiLayout
 from isaacgymenvs_gmi.placement.machine_limits import (
@@ -79,9 +78,8 @@ def plan_run(
         cfg, cuda_available=cuda, jax_platforms=jax_platforms, warp_available=warp
     )
     footprint = task.preflight(sim.assets_root)
-    place = _place(gmi, cuda, inventory, mode)
-    layout, backend = place.layout, place.node.backend
-    _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train)
+    backend, layout, under_torchrun = _place(gmi, cuda, inventory, mode)
+    _check_machine(cfg, num_envs, layout.per_node, backend, footprint, train.horizon_length)
     check_rlgames_names(train_params)
     if mode.trains and not run.test:  # playing: the PPO batch geometry is not used
         run.check_batch(cfg.task_name, num_envs)
@@ -99,13 +97,19 @@ def plan_run(
         renderer_problem=_renderer_problem,
     )
     wandb = WandbSettings.from_cfg(cfg)
-    _check_checkpoint(run, cfg.task_name, task.config, train_params, dims, mode.trains)
+    if run.checkpoint:  # loads as plain data, fits this task and network, holds what resuming reads
+        from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
+
+        resumes = mode.trains and not run.test
+        check_checkpoint(
+            run.checkpoint, cfg.task_name, task.config, train_params, dims, resumes=resumes
+        )
     if task.randomization is not None:
         log.info(task.randomization.describe())
-    if run.test and layout.world_size > 1 and not place.under_torchrun:
+    if run.test and layout.world_size > 1 and not under_torchrun:
         log.info("test=True: playing the checkpoint in one process")
         layout = GmiLayout(1, 1, 1)
-    seed = _seed(run.seed)
+    seed = random.randint(0, 10000) if run.seed == -1 else run.seed  # -1: drawn, as upstream
     run.check_gmi_seeds(seed, layout.world_size)
     task.config["env"]["numEnvs"] = num_envs  # a count, for the user's own VecTask too
     return RunPlan(
@@ -121,7 +125,7 @@ def plan_run(
         train_params=train_params,
         test=bool(run.test),
         checkpoint=run.checkpoint,
-        under_torchrun=place.under_torchrun,
+        under_torchrun=under_torchrun,
         dims=dims,
         terms=terms,
         task_modules=task_modules,
@@ -149,52 +153,17 @@ def _unread_keys(task: ChosenTask, footprint: TaskFootprint, train_params: dict)
     return (*unread, *unread_train_config_keys(train_params))
 
 
-@dataclass(frozen=True)
-class _Placement:
-    node: NodeLayout
-    layout: GmiLayout
-    under_torchrun: bool
-
-
-def _place(gmi: GmiConfig, cuda: bool, inventory: Inventory | None, mode: Mode) -> _Placement:
-    """Where the GMIs go (this node's devices, or torchrun's world), checked against the
-    transports asked for."""
+def _place(
+    gmi: GmiConfig, cuda: bool, inventory: Inventory | None, mode: Mode
+) -> tuple[str, GmiLayout, bool]:
+    """(this node's GPU-sharing backend, where the GMIs go: this node's devices or torchrun's
+    world, whether under torchrun), checked against the transports asked for."""
     inventory = inventory or (detect_inventory() if cuda else Inventory())
     node = node_layout(gmi, inventory, mode.independent_gmis)
     world = torchrun_world(os.environ)
     layout = torchrun_layout(gmi, node.devices, world) if world else layout_for(node)
     check_transports(gmi.comm, gmi.intra_device, layout, on_gpu=cuda, backend=node.backend)
-    return _Placement(node, layout, world is not None)
-
-
-def _check_checkpoint(
-    run: RunSettings,
-    task_name: str,
-    task_config: dict,
-    train_params: dict,
-    dims: tuple[int, int, int],
-    trains: bool,
-) -> None:
-    """``checkpoint`` loads as plain data and fits this task and network, and holds what
-    resuming reads where the mode ``trains`` (and is not playing), or is refused."""
-    if not run.checkpoint:
-        return
-    from isaacgymenvs_gmi.rl.checkpoint_check import check_checkpoint
-
-    resumes = trains and not run.test
-    check_checkpoint(run.checkpoint, task_name, task_config, train_params, dims, resumes=resumes)
-
-
-def _seed(value: object) -> int:
-    """The base seed (``seed=-1``: drawn, as IsaacGymEnvs does)."""
-    seed = int(value)
-    return random.randint(0, 10000) if seed == -1 else seed
-
-
-def _renderer_problem() -> str | None:
-    from isaacgymenvs_gmi.sim.render import renderer_problem
-
-    return renderer_problem()
+    return node.backend, layout, world is not None
 
 
 def _check_machine(
@@ -203,7 +172,7 @@ def _check_machine(
     gmis_per_node: int,
     backend: str,
     footprint: TaskFootprint,
-    train: TrainSettings,
+    horizon: int,
 ) -> None:
     """This node can hold its GMIs and their envs (numbers in the error)."""
     memory = available_memory()
@@ -213,10 +182,16 @@ def _check_machine(
         obs=footprint.num_obs,
         states=footprint.num_states,
         actions=footprint.num_actions,
-        horizon=train.horizon_length,
+        horizon=horizon,
     )
     key = "num_envs" if str(cfg.get("num_envs", "")) != "" else "task.env.numEnvs"
     check_env_memory(num_envs, gmis_per_node, envs, memory, key)
+
+
+def _renderer_problem() -> str | None:
+    from isaacgymenvs_gmi.sim.render import renderer_problem
+
+    return renderer_problem()
 
 
 def run(cfg: DictConfig, plan: RunPlan | None = None) -> RunResult | None:
@@ -236,7 +211,9 @@ def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
     ):
         log.info(line)
     mode = mode_of(plan)
-    _stop_if_asked()
+    signum = STARTUP.signum  # a stop signal while the run was being planned: it does not start
+    if signum is not None:
+        raise GmiInterrupted(signum, f"stopped by {signal_name(signum)} before the run started")
     if plan.under_torchrun:
         return gmi_main(plan, mode.body)
     if plan.world_size == 1 or mode.in_one_process(plan):
@@ -244,13 +221,6 @@ def _run(cfg: DictConfig, plan: RunPlan) -> RunResult | None:
     total = plan.num_envs * plan.world_size
     log.info("%d envs per GMI x %d GMIs = %d envs", plan.num_envs, plan.world_size, total)
     return spawn_gmis(plan, mode.body)
-
-
-def _stop_if_asked() -> None:
-    """A stop signal while the run was being planned: it does not start."""
-    signum = STARTUP.signum
-    if signum is not None:
-        raise GmiInterrupted(signum, f"stopped by {signal_name(signum)} before the run started")
 
 
 __all__ = ["RunPlan", "RunResult", "plan_run", "run"]

@@ -1,13 +1,12 @@
 """Where the seconds before the first epoch went: marks set along the way (in the launcher and
-in GMI 0), turned into one line after the first epoch.
-
-Marks are wall-clock times kept in the environment (``ISAACGYMENVS_GMI_STARTUP_<MARK>``), so GMIs
-spawned after a mark inherit it and GMI 0 can account for the launcher's part too. Phases whose
-marks are missing (a run started from Python, a GMI started by torchrun) are left out.
+in GMI 0), turned into one line after the first epoch. Marks are wall-clock times kept in the
+environment (``ISAACGYMENVS_GMI_STARTUP_<MARK>``), so spawned GMIs inherit them; phases whose
+marks are missing (a run started from Python or by torchrun) are left out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -48,12 +47,8 @@ def clear() -> None:
 def _marks() -> dict[str, float]:
     found = {}
     for name, _ in MARKS:
-        value = os.environ.get(ENV_PREFIX + name.upper())
-        if value is not None:
-            try:
-                found[name] = float(value)
-            except ValueError:
-                continue
+        with contextlib.suppress(TypeError, ValueError):  # not set, or not a number
+            found[name] = float(os.environ.get(ENV_PREFIX + name.upper()))  # type: ignore[arg-type]
     return found
 
 

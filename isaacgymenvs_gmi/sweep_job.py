@@ -1,12 +1,10 @@
 """The entry each job of a packed sweep runs (:mod:`isaacgymenvs_gmi.sweep`): ``python -m
 isaacgymenvs_gmi.sweep_job --result FILE [--cores 0,1] -- <train.py arguments>``.
 
-It takes the stop signals first (the launcher started it with them held back, so a Ctrl-C
-forwarded meanwhile waits for the handler instead of raising), binds itself to its cores and says
-which (``sweep job: bound to cores [0, 1]``, the first line of its log), asks to be stopped
-gracefully should the launcher die (SIGTERM: a checkpoint at the next epoch), and runs the
-command line as ``train.py`` would, which writes the run's result to FILE
-(:func:`isaacgymenvs_gmi.sweep.job_result.write_result`) for the launcher to hand to Hydra.
+It takes the stop signals first (the launcher started it with them held back), binds itself to
+its cores and says which (the first line of its log), asks for SIGTERM should the launcher die
+(a checkpoint at the next epoch), and runs the command line as ``train.py`` would, which writes
+the run's result to FILE for the launcher to hand to Hydra.
 """
 
 from __future__ import annotations

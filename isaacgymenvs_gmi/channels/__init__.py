@@ -1,13 +1,11 @@
 """Experience channels between actor and trainer GMIs (paper Sec. 4.2, Fig. 5).
 
 An actor's :class:`Dispenser` splits each env step by kind (:mod:`.kinds`) into the channels of
-:mod:`.spec`; per channel a :class:`~.compressor.Compressor` packs steps straight into a slot of
-the route's ring (:mod:`.route`) until the transfer is full; the migrator (:mod:`.migrator`)
-sends each chunk to the trainer with the most free credit and, on the trainer, rebuilds whole
-chunks from the slots; the trainer's :class:`Batcher` stacks or slices them into training
-batches and drops data too old for the policy; the :class:`Ledger` checks every chunk arrives
-once and in order. Weights go the other way through a :class:`WeightsBoard`. Routes and boards
-live in shared memory between processes, or in private memory in one process (the twin).
+:mod:`.spec`, packed by a :class:`~.compressor.Compressor` into slots of the route's rings
+(:mod:`.route`); the migrator sends each chunk to the trainer with the most free credit and
+rebuilds it there; the trainer's :class:`Batcher` makes training batches, dropping data too old
+for the policy; the :class:`Ledger` checks every chunk arrives once and in order. Weights go
+back through a :class:`WeightsBoard`.
 """
 
 from .batcher import Batcher, LagStats

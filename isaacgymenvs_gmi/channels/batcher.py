@@ -1,10 +1,9 @@
 """The batcher (paper Sec. 4.2): one per trainer, it turns whole chunks into training batches
-of exactly the train config's size (``horizon_length`` x ``numEnvs`` transitions).
+of ``horizon_length`` x ``numEnvs`` transitions.
 
-Chunks shorter than the horizon are stacked side by side along the env axis (each env column
-keeps its own time order, as V-trace needs); longer ones are sliced along the env axis. A chunk
-whose oldest step is more than ``max_lag`` policy versions behind the trainer when it would be
-trained on is dropped, counted in the ledger.
+Chunks shorter than the horizon are stacked along the env axis (each env column keeps its time
+order, as V-trace needs); longer ones are sliced along it. A chunk whose oldest step is more than
+``max_lag`` policy versions behind the trainer is dropped, counted in the ledger.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ class LagStats:
 
 def batch_geometry(horizon: int, num_envs: int, chunk_steps: int) -> tuple[int, int]:
     """(chunks per batch, env slices per chunk) for batches of ``horizon`` x ``num_envs``.
-
     Raises ValueError when the chunk length neither divides the horizon nor is a multiple of
     it that splits the envs evenly."""
     if horizon % chunk_steps == 0:
@@ -89,8 +87,7 @@ class Batcher:
                 continue
             self.ledger.check(chunk.actor, chunk.route_seq)  # counted when trained on
             self.lag.add(lag)
-            for piece in _slice(chunk.data, self.slices):
-                self._pieces.append((chunk, piece))
+            self._pieces.extend((chunk, piece) for piece in _slice(chunk.data, self.slices))
         if len(self._pieces) < self.per_batch:
             return None
         taken = [self._pieces.popleft()[1] for _ in range(self.per_batch)]

@@ -1,9 +1,8 @@
 """The compressor (paper Sec. 4.2): grows one channel's transfers to a transfer size.
 
-Steps of a channel are packed straight into the slot the compressor holds on the ring (no
-staging copy); the slot is published when it holds ``slot_steps`` steps, when the chunk ends,
-or when ``deadline_s`` has passed since its first step. With one-step slots (the uni-channel
-baseline) every step is its own transfer: no compression.
+Steps are packed straight into the slot the compressor holds on the ring; the slot is published
+when full, when the chunk ends, or ``deadline_s`` after its first step. With one-step slots (the
+uni-channel baseline) every step is its own transfer.
 """
 
 from __future__ import annotations
@@ -38,8 +37,7 @@ class Compressor:
             self._fill, self._step0, self._since = 0, at_step, time.monotonic()
         self.spec.pack(self._rows, step, at=self._fill)
         self._fill += 1
-        chunk_steps = head[3]
-        full = self._fill == self._rows.shape[0] or at_step + 1 == chunk_steps
+        full = self._fill == self._rows.shape[0] or at_step + 1 == head[3]  # or chunk's end
         if full or time.monotonic() - self._since > self.deadline_s:
             self.flush(head)
 

@@ -1,9 +1,6 @@
 """The dispenser (paper Sec. 4.2): one per actor, it splits each env step's experience by kind
-into the channels of the route the migrator chose for the current chunk.
-
-An actor calls :meth:`Dispenser.push` once per env step with a row per env of every kind; after
-``chunk_steps`` steps the chunk is complete on every channel and counted as produced on its
-route (the exactly-once ledger balances against that count).
+into the channels of the route the migrator chose for the current chunk; after ``chunk_steps``
+steps the chunk is counted as produced on its route (the ledger balances against that count).
 """
 
 from __future__ import annotations
@@ -18,20 +15,12 @@ from .route import Route, wait_until
 
 
 class Dispenser:
-    """Actor ``actor``'s sending end over ``routes`` (one per trainer).
-
-    Args:
-        deadline_s: the compressor's deadline (see :class:`~.compressor.Compressor`).
-        abort: true once the run is stopping: a wait for a credit gives up
-            (:class:`~.route.ChannelClosed`).
-    """
+    """Actor ``actor``'s sending end over ``routes`` (one per trainer); ``deadline_s``: the
+    compressor's; ``abort``: true once the run is stopping (a wait for credit then raises
+    :class:`~.route.ChannelClosed`)."""
 
     def __init__(
-        self,
-        actor: int,
-        routes: Sequence[Route],
-        deadline_s: float,
-        abort: Callable[[], bool],
+        self, actor: int, routes: Sequence[Route], deadline_s: float, abort: Callable[[], bool]
     ):
         self.actor, self.routes = actor, list(routes)
         self.chunk_steps = self.routes[0].shape.chunk_steps
@@ -45,9 +34,9 @@ class Dispenser:
         self._step = 0
 
     def begin_chunk(self) -> None:
-        """Pick the route for the next chunk and wait until it has room for the whole chunk
-        (a credit), so a chunk is never begun, and its policy version fixed, long before it
-        can be sent. Raises :class:`~.route.ChannelClosed` when the run stops meanwhile."""
+        """Pick the next chunk's route and wait for a credit there (a chunk's policy version is
+        never fixed long before it can be sent); raises :class:`~.route.ChannelClosed` when the
+        run stops meanwhile."""
         if self._route is not None:
             return
         r = pick_route(self.routes)
@@ -79,8 +68,7 @@ class Dispenser:
             route.count_produced(self.chunk_steps * envs)
             self.route_seq[r] += 1
             self.seq += 1
-            self._step = 0
-            self._route = None
+            self._step, self._route = 0, None
 
     @property
     def at_last_step(self) -> bool:

@@ -1,9 +1,6 @@
 """Exactly-once accounting of chunks: every chunk an actor produces is consumed, dropped (too
-old for the policy) or still in flight at the end, once, and in the actor's order.
-
-A trainer calls :meth:`Ledger.accept` for each chunk it takes, with the chunk's number on its
-actor's route to this trainer; a duplicate, a gap or a chunk out of order raises
-:class:`ExactlyOnceError`. At the end the run states
+old for the policy) or still in flight at the end, once, and in the actor's order; a duplicate,
+a gap or a chunk out of order raises :class:`ExactlyOnceError`. At the end the run states
 ``produced = consumed + dropped for lag + in flight at stop`` (:func:`balance_line`).
 """
 

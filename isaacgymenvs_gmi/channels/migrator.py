@@ -1,10 +1,8 @@
 """The migrator (paper Sec. 4.2): routes chunks from actors to trainers.
 
-Sending side: each chunk goes whole to the trainer with the most free credit (its least-loaded
-trainer). Receiving side (:class:`Collector`): the trainer takes every published block of every
-actor's route straight out of the shared slots (only indices travelled) and rebuilds each chunk
-in the ``(T, N, *shape)`` tensors of every kind, on the device of the route's data (the GPU for a
-route whose data is apart there), then frees the slots.
+Each chunk goes whole to the trainer with the most free credit. There a :class:`Collector`
+rebuilds it from the slots into ``(T, N, *shape)`` tensors of every kind, on the device of the
+route's data, then frees the slots.
 """
 
 from __future__ import annotations
@@ -47,8 +45,7 @@ class Collector:
         self._open: dict[tuple[int, int], Chunk] = {}
 
     def poll(self) -> list[Chunk]:
-        """Take every published block; return the chunks that became whole, in each actor's
-        order."""
+        """Take every published block; return the chunks made whole, in each actor's order."""
         done: list[Chunk] = []
         for actor, route in zip(self.actors, self.routes, strict=True):
             for ring in route.rings:

@@ -1,21 +1,16 @@
 """Point-to-point links for routes and the weights board between GMIs that share no memory
 (actors on another node than the trainers; ``gmi.async.transport=p2p`` forces it in a node).
 
-Each end keeps its own copy of the route (and of the board) in private memory and uses it
-exactly as over shared memory; pump threads mirror the changes as messages:
+Each end keeps its own copy of the route (and board) in private memory, used exactly as over
+shared memory; pump threads mirror the changes: actor -> trainer (``ROUTE_TAG``) every published
+slot whole and the control words; trainer -> actor (``CREDIT_TAG``) each ring's tail (credits);
+first trainer -> actor (``WEIGHTS_TAG``) each new policy, then the stop request.
 
-- actor -> trainer (``ROUTE_TAG``): every block the actor publishes (its whole slot, straight
-  from the actor's slot into the trainer's) and the actor's control words;
-- trainer -> actor (``CREDIT_TAG``): each ring's tail as the trainer releases slots (credits:
-  the actor's copy never has more in flight than the trainer's can hold);
-- first trainer -> actor (``WEIGHTS_TAG``): each new policy version, then the stop request.
-
-Each message is a header of ``header_width`` int64 (kind, then its numbers), followed for a
-block or a policy by its payload. Every stream sends at least one message a second, so a
-receiver never waits near the process group's timeout while its peer lives, and ends with
-``CLOSE``. A peer that dies breaks its streams: the trainer then counts that actor as stopped,
-the actor stops. Messages travel through a :class:`PointToPoint`: torch.distributed send/recv
-(:class:`TorchPointToPoint`; gloo, host memory) or queues in one process (the twin).
+A message is a header of ``header_width`` int64 (kind, then its numbers), then for a block or a
+policy its payload. Every stream sends at least one message a second (a receiver never nears the
+process group's timeout while its peer lives) and ends with ``CLOSE``. A dead peer breaks its
+streams: the trainer counts that actor stopped, the actor stops. Messages go through a
+:class:`PointToPoint`: torch.distributed (gloo, host memory) or queues in one process (the twin).
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import torch
@@ -51,14 +46,10 @@ class TorchPointToPoint:
     """send/recv on torch.distributed's default process group (gloo: host tensors)."""
 
     def send(self, t: torch.Tensor, peer: int, tag: int) -> None:
-        import torch.distributed as dist
-
-        dist.send(t, peer, tag=tag)
+        torch.distributed.send(t, peer, tag=tag)
 
     def recv(self, t: torch.Tensor, peer: int, tag: int) -> None:
-        import torch.distributed as dist
-
-        dist.recv(t, peer, tag=tag)
+        torch.distributed.recv(t, peer, tag=tag)
 
 
 class QueueHub:
@@ -130,14 +121,17 @@ class _Pumps:
 
     def send_header(self, kind: int, numbers: list[int], tag: int) -> None:
         header = torch.zeros(self.width, dtype=torch.int64)
-        header[0] = kind
-        header[1 : 1 + len(numbers)] = torch.tensor(numbers, dtype=torch.int64)
+        header[: 1 + len(numbers)] = torch.tensor([kind, *numbers], dtype=torch.int64)
         self.link.send(header, self.peer, tag)
 
-    def recv_header(self, tag: int) -> torch.Tensor:
-        header = torch.empty(self.width, dtype=torch.int64)
-        self.link.recv(header, self.peer, tag)
-        return header
+    def messages(self, tag: int) -> Iterator[tuple[int, torch.Tensor]]:
+        """(kind, header) of each message received on ``tag``, until ``CLOSE``."""
+        while True:
+            header = torch.empty(self.width, dtype=torch.int64)
+            self.link.recv(header, self.peer, tag)
+            if (kind := int(header[0])) == CLOSE:
+                return
+            yield kind, header
 
 
 def _pause(busy: bool, idle: float) -> float:
@@ -160,10 +154,9 @@ class RouteUplink(_Pumps):
         words, last, idle = None, 0.0, IDLE_S[0]
         while True:
             closing = self.closing.is_set()  # before the pass: it sends all published before
-            # The control words before the blocks: the actor counts a chunk once all its blocks
-            # are published, so every chunk these words count goes out below, ahead of them
-            # (read after the blocks, a chunk finished in between would be counted at the
-            # trainer before its blocks left, and lost with them if the actor dies).
+            # The control words are read before the blocks, so every chunk they count goes out
+            # below, ahead of them (read after, a chunk finished in between would be counted at
+            # the trainer before its blocks left, and lost with them if the actor dies).
             now = [self.route.control(w) for w in range(CONTROL_LINES)]
             busy = False
             for i, ring in enumerate(rings):
@@ -181,14 +174,10 @@ class RouteUplink(_Pumps):
             idle = _pause(busy, idle)
 
     def _credit_loop(self) -> None:
-        while True:
-            header = self.recv_header(CREDIT_TAG)
-            kind = int(header[0])
+        for kind, header in self.messages(CREDIT_TAG):
             if kind == TAILS:
                 for i, ring in enumerate(self.route.rings):
                     ring.mirror_released(int(header[1 + i]))
-            elif kind == CLOSE:
-                return
 
 
 class RouteDownlink(_Pumps):
@@ -205,9 +194,7 @@ class RouteDownlink(_Pumps):
         self.route.set_control(ACTOR_STATE, STOPPED)
 
     def _recv_loop(self) -> None:
-        while True:
-            header = self.recv_header(ROUTE_TAG)
-            kind = int(header[0])
+        for kind, header in self.messages(ROUTE_TAG):
             if kind == BLOCK:
                 ring = self.route.rings[int(header[1])]
                 self.link.recv(ring.slot(ring.head), self.peer, ROUTE_TAG)
@@ -216,8 +203,6 @@ class RouteDownlink(_Pumps):
                 for word in range(CONTROL_LINES):
                     if word != ACTOR_PID:
                         self.route.set_control(word, int(header[1 + word]))
-            elif kind == CLOSE:
-                return
 
     def _credit_loop(self) -> None:
         tails, last, idle = None, 0.0, IDLE_S[0]
@@ -276,13 +261,9 @@ class BoardReceiver(_Pumps):
         self.run(self._loop)
 
     def _loop(self) -> None:
-        while True:
-            header = self.recv_header(WEIGHTS_TAG)
-            kind = int(header[0])
+        for kind, header in self.messages(WEIGHTS_TAG):
             if kind == WEIGHTS:
                 self.link.recv(self._staging, self.peer, WEIGHTS_TAG)
                 self.board.publish(self._staging, int(header[1]))
             elif kind == STOP:
                 self.board.request_stop()
-            elif kind == CLOSE:
-                return

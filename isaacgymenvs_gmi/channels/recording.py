@@ -1,21 +1,17 @@
 """Record the experience a serving run's policy produces, for offline RL or distillation.
 
-Each GMI ``g`` of a run with GMIs ``0..W-1`` writes its own files into one shared folder with an
-:class:`ExperienceRecorder`; at the end GMI 0 calls :func:`merge_manifests`. On disk:
+Each GMI ``g`` writes its files into one shared folder with an :class:`ExperienceRecorder`; at
+the end GMI 0 calls :func:`merge_manifests`. Each file is written under a temporary name, then
+``os.replace``-d:
 
-* ``gmi{g:03d}-shard{k:05d}.npz``: an uncompressed ``.npz`` (the ``np.savez`` format), one
-  ``(s, N_g, *shape)`` array per kind, time-major; all of a GMI's shards but its last have
-  ``shard_steps`` steps.
-* ``gmi{g:03d}-manifest.json``, GMI ``g``'s part, written last (no part: an incomplete GMI):
-  ``{"format", "gmi", "num_envs": N_g, "steps": S_g, "transitions": S_g * N_g, "policy_version":
-  {"min", "max"}, "kinds", "shard_steps", "shards": [{"file", "steps", "sha256"}], "meta"}``.
-* ``manifest.json``: ``{"format": FORMAT, "kinds": {name: {"shape": [...], "dtype": "float32"}},
-  "gmis": [parts by gmi], "num_envs": sum N_g, "steps": S if every GMI has S steps else null,
-  "transitions": sum S_g * N_g, "policy_version": {"min", "max"}, "meta": GMI 0's meta}``.
+* ``gmi{g:03d}-shard{k:05d}.npz``: uncompressed (``np.savez``'s format), one ``(s, N_g, *shape)``
+  array per kind, time-major; all of a GMI's shards but its last have ``shard_steps`` steps.
+* ``gmi{g:03d}-manifest.json``, GMI ``g``'s part (keys: :meth:`ExperienceRecorder.close`),
+  written last (no part: an incomplete GMI).
+* ``manifest.json``: the parts under ``gmis`` and their totals (:func:`merge_manifests`);
+  ``steps`` is null unless every GMI has as many.
 
-Every file is written under a temporary name in the folder, then ``os.replace``-d. Load it back::
-
-    arrays = load_recording(folder).arrays  # kind -> (steps, sum N_g, *shape), GMIs in order
+``load_recording(folder).arrays``: kind -> (steps, sum N_g, *shape), GMIs in order.
 """
 
 from __future__ import annotations
@@ -56,7 +52,6 @@ def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
 
 class ExperienceRecorder:
     """Writes one GMI's experience as ``.npz`` shards of ``shard_steps`` steps, time-major.
-
     ``kinds`` maps a name to its per-env (shape, numpy dtype name), e.g. ``{"obs": ((60,),
     "float32"), "rewards": ((), "float32")}``; ``meta`` holds JSON-able extras for the manifest.
     The folder must hold no file of this GMI yet (one recording per folder)."""
@@ -77,8 +72,7 @@ class ExperienceRecorder:
         self.kinds = {k: (tuple(int(d) for d in s), np.dtype(dt)) for k, (s, dt) in kinds.items()}
         self.meta = json.loads(json.dumps(meta or {}))  # a JSON-able copy, or fail now
         os.makedirs(folder, exist_ok=True)
-        stale = sorted(f for f in os.listdir(folder) if f.startswith(f"gmi{gmi:03d}-"))
-        if stale:
+        if stale := sorted(f for f in os.listdir(folder) if f.startswith(f"gmi{gmi:03d}-")):
             raise RecordingError(f"{folder} already holds files of GMI {gmi}: {stale[:3]}")
         self._pending: dict[str, list[np.ndarray]] = {k: [] for k in self.kinds}
         self._buffered = 0
@@ -92,8 +86,7 @@ class ExperienceRecorder:
         tensors, copied), writing a shard each time ``shard_steps`` steps are buffered."""
         if self._part is not None or self._aborted:
             raise RecordingError(f"the recorder of GMI {self.gmi} is closed")
-        extra = sorted(set(chunk) - set(self.kinds))
-        if extra:
+        if extra := sorted(set(chunk) - set(self.kinds)):
             raise ValueError(f"chunk has kinds {extra} this recorder does not record")
         arrays: dict[str, np.ndarray] = {}
         for kind, (shape, dtype) in self.kinds.items():
@@ -186,7 +179,6 @@ class ExperienceRecorder:
 
 def merge_manifests(folder: str, expected_gmis: int | None = None) -> dict:
     """Merge every ``gmi*-manifest.json`` of ``folder`` into ``manifest.json`` and return it.
-
     Raises RecordingError when there is no part, parts disagree on kinds, or (``expected_gmis``
     given) a GMI of ``0..expected_gmis-1`` has no part or a GMI outside it has one."""
     parts = []

@@ -1,6 +1,5 @@
 """Which GMIs train and which act (the paper's async template, Sec. 5.1): trainers are the
-first ``gmi.trainers`` GMIs, so with several devices they fill the first device(s) and the
-actors (simulator + policy inference, the serving GMIs) the others."""
+first ``gmi.trainers`` GMIs (the first device(s)), actors (simulator + inference) the others."""
 
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
 """One actor -> trainer route: a ring of slots per channel plus the actor's counters, in one
-buffer that both ends map.
+buffer that both ends map: a shared-memory segment (:meth:`Route.create` by the trainer,
+:meth:`Route.attach` by the actor) or private memory (:meth:`Route.in_process`, the twin).
 
-The buffer is either a shared-memory segment (:meth:`Route.create` by the trainer, which
-consumes, and :meth:`Route.attach` by the actor, through the run's store) or private memory
-(:meth:`Route.in_process`, the in-process twin: the same code, for a single process and tests).
+Each ring is single-producer (writes ``head`` and its reserved slot), single-consumer (writes
+``tail``). A slot is published by writing its data, then its header, then ``head``; x86-64 (TSO)
+keeps stores in that order, so a consumer that sees ``head`` sees the slot whole. Free slots are
+the producer's credits: with none left it waits (back-pressure).
 
-Each ring is single-producer, single-consumer: the producer alone writes ``head`` and the slot
-it reserved, the consumer alone writes ``tail``. A slot is published by writing its data, then
-its header, then ``head``; x86-64 (TSO) makes stores visible in that order, so a consumer that
-sees ``head`` sees the slot whole. Only indices travel; the data is written once into the slot
-and read once out of it. Free slots are the producer's credits: with none left it waits
-(back-pressure), so memory never grows.
-
-A route may keep its slots' data *apart* from the host buffer, in a buffer of its own on a
-device (:meth:`RouteShape.data_apart`): for GMIs sharing a GPU, device memory the trainer
-allocates and the actor opens through a CUDA IPC handle, so experience made on the GPU never
-crosses PCIe. Headers and counters stay in host memory; each end waits for its own stream
-before it publishes (producer) or releases (consumer) a slot, so the other end never sees a
-half-written slot or overwrites one still being read. On the CPU the data buffer is a second
-shared-memory segment (the same code, testable without a GPU).
+A route may keep its slots' data *apart* (:meth:`RouteShape.data_apart`): for GMIs sharing a
+GPU, device memory the trainer allocates and the actor opens by CUDA IPC, so experience made on
+the GPU never crosses PCIe (on the CPU, a second segment). Headers and counters stay in host
+memory; each end waits for its own stream before it publishes or releases a slot, so the other
+end never sees a half-written slot or overwrites one still being read.
 """
 
 from __future__ import annotations
@@ -135,11 +128,6 @@ def route_shape(
     )
 
 
-def _host_tensor(segment: object, nbytes: int) -> torch.Tensor:
-    """(nbytes,) uint8 over a mapped segment (which the tensor keeps alive)."""
-    return torch.frombuffer(segment, dtype=torch.uint8, count=nbytes)
-
-
 def _round_up(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
@@ -152,11 +140,8 @@ class Ring:
         self, shape: RingShape, buffer: memoryview, base: int, data: torch.Tensor | None = None
     ):
         self.shape = shape
-        self._data = (
-            None
-            if data is None
-            else data.view(shape.capacity, shape.slot_steps, shape.envs, shape.channel.row_bytes)
-        )
+        rows = (shape.capacity, shape.slot_steps, shape.envs, shape.channel.row_bytes)
+        self._data = None if data is None else data.view(rows)
         self.device = torch.device("cpu") if data is None else data.device
         self._counters = np.frombuffer(buffer, dtype=np.int64, count=2 * LINE // 8, offset=base)
         self._slots = torch.frombuffer(
@@ -188,9 +173,7 @@ class Ring:
         if self._data is not None:
             return self._data[slot]
         s = self.shape
-        data = self._slots[
-            slot, HEADER_INTS * 8 : HEADER_INTS * 8 + s.slot_steps * s.envs * s.channel.row_bytes
-        ]
+        data = self._slots[slot, HEADER_INTS * 8 : HEADER_INTS * 8 + s.data_bytes]
         return data.view(s.slot_steps, s.envs, s.channel.row_bytes)
 
     # --- producer ----------------------------------------------------------------------------
@@ -265,10 +248,8 @@ def wait_until(ready: Callable[[], bool], abort: Callable[[], bool]) -> None:
 
 
 class Route:
-    """Every channel's ring of one actor -> trainer route, and the actor's control words.
-
-    ``data``: the route's data buffer ((shape.apart_nbytes,) uint8, on the host or a GPU) when
-    the shape keeps data apart."""
+    """Every channel's ring of one actor -> trainer route, and the actor's control words;
+    ``data``: the data buffer ((shape.apart_nbytes,) uint8, host or GPU) of a shape apart."""
 
     def __init__(
         self,
@@ -300,10 +281,9 @@ class Route:
     def create(
         cls, shape: RouteShape, store: Store, key: str, device: torch.device | str = "cpu"
     ) -> tuple[Route, list[str]]:
-        """A route in a new shared-memory segment (zero-filled), its path published under
-        ``key``, and its data buffer apart (if the shape says so) on ``device``: a CUDA
-        allocation whose IPC handle goes under ``key/data``, or on the CPU a second segment.
-        Returns the route and the segment paths (unlink them once the actor has attached)."""
+        """A route in a new zero-filled segment published under ``key``, with its data apart (if
+        the shape says so) on ``device``, published under ``key/data``. Returns the route and
+        the segment paths (unlink them once the actor has attached)."""
         device = torch.device(device)
         data, paths = None, []
         if shape.apart_nbytes and device.type == "cuda":
@@ -313,7 +293,7 @@ class Route:
         elif shape.apart_nbytes:
             segment, path = create_segment(shape.apart_nbytes, store, f"{key}/data")
             paths.append(path)
-            data = _host_tensor(segment, shape.apart_nbytes)
+            data = torch.frombuffer(segment, dtype=torch.uint8, count=shape.apart_nbytes)
         try:
             segment, path = create_segment(shape.nbytes, store, key)
         except BaseException:
@@ -337,7 +317,7 @@ class Route:
             data = open_rows_handle(store.get(f"{key}/data"), device)
         elif shape.apart_nbytes:
             apart = map_segment(shape.apart_nbytes, store, f"{key}/data")
-            data = _host_tensor(apart, shape.apart_nbytes)
+            data = torch.frombuffer(apart, dtype=torch.uint8, count=shape.apart_nbytes)
         return cls(shape, memoryview(segment), keep=segment, data=data)
 
     # --- the actor's control words -----------------------------------------------------------

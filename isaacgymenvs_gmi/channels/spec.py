@@ -1,13 +1,13 @@
 """Which kinds ride in which channel, and how a channel's rows are laid out in bytes.
 
-``multi`` (the paper's multi-channel design): one channel per kind, so each transfer is one
-contiguous tensor and the compressor can grow it to a large size. ``uni`` (the baseline): every
-kind packed into one byte row per env, one channel, sent step by step. Both share this code: a
-channel is a list of kinds at byte offsets in a row; ``multi`` channels just hold one kind each.
+``multi`` (the paper's design): one channel per kind, so the compressor can grow each transfer
+of one contiguous tensor. ``uni`` (the baseline): every kind packed into one byte row per env,
+one channel, sent step by step. Either way a channel is a list of kinds at byte offsets in a row.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,24 +28,15 @@ class ChannelSpec:
 
     @property
     def offsets(self) -> tuple[int, ...]:
-        out, at = [], 0
-        for k in self.kinds:
-            out.append(at)
-            at += k.row_bytes
-        return tuple(out)
+        return tuple(itertools.accumulate([0, *(k.row_bytes for k in self.kinds)]))[:-1]
 
     @property
     def row_bytes(self) -> int:
         return sum(k.row_bytes for k in self.kinds)
 
     def pack(self, rows: torch.Tensor, step: dict[str, torch.Tensor], at: int = 0) -> None:
-        """Write one block of steps into ``rows``.
-
-        Args:
-            rows: (S, N, row_bytes) uint8 destination (a transport slot).
-            step: kind -> (s, N, *shape) tensors (s <= S - at), on any device.
-            at: first step of ``rows`` to write.
-        """
+        """Write ``step`` (kind -> (s, N, *shape) tensors, any device) into steps
+        ``[at, at + s)`` of ``rows`` ((S, N, row_bytes) uint8, a transport slot)."""
         for kind, offset in zip(self.kinds, self.offsets, strict=True):
             data = step[kind.name]
             s, n = data.shape[0], data.shape[1]

@@ -1,14 +1,11 @@
 """Policy weights from the first trainer to the actors of a node: versioned, shared once,
 refreshed in place, never read half-written.
 
-One buffer holds a sequence word, the policy version, a stop word and the flat weights (every
-parameter and buffer of the modules, float32: normaliser statistics travel with them). The
-trainer writes under a sequence lock (odd while writing); a reader copies, then checks the
-sequence word did not move, else reads again. So a reader never sees a half-written policy and
-the writer never waits for readers. The buffer is a shared-memory segment across processes
-(:meth:`WeightsBoard.create` / :meth:`WeightsBoard.attach`) or private memory in one process
-(:meth:`WeightsBoard.in_process`, the twin). The stop word is how the trainer tells the actors
-the run is over.
+One buffer holds a sequence word, the policy version, a stop word (the run is over) and the
+flat float32 weights (parameters and buffers: normaliser statistics travel with them). The
+trainer writes under a sequence lock (odd while writing); a reader copies, then reads again if
+the sequence word moved, so the writer never waits for readers. The buffer is a shared-memory
+segment (:meth:`WeightsBoard.create` / :meth:`WeightsBoard.attach`) or private memory (the twin).
 """
 
 from __future__ import annotations

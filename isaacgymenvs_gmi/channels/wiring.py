@@ -1,14 +1,12 @@
 """The channels between a run's GMIs: a route from every actor to every trainer and the first
 trainer's weights board; their shape for a plan, and how each route travels.
 
-Inside a node they live in shared memory: trainers make them and publish where they are in the
-run's signed store, actors attach, and the names are removed once everyone has mapped them, so
-nothing is left behind whatever happens next. Between GMIs on one GPU a route keeps its data in
-device memory the trainer allocates and the actor opens by CUDA IPC (``ipc``); the weights board
-stays in host memory. Between nodes (or everywhere with
-``gmi.async.transport=p2p``) each end keeps a private copy that point-to-point pumps mirror
-(:mod:`isaacgymenvs_gmi.channels.p2p`), started by :meth:`connect` once every GMI is ready. In
-one process every role shares private memory (the twin).
+Inside a node they live in shared memory: trainers make them and publish them in the run's
+signed store, actors attach, and the names are removed once everyone has mapped them. Between
+GMIs on one GPU a route keeps its data in device memory opened by CUDA IPC (``ipc``; the weights
+board stays in host memory). Between nodes (or with ``gmi.async.transport=p2p``) each end keeps
+a private copy that point-to-point pumps mirror (:mod:`.p2p`), started by :meth:`connect` once
+every GMI is ready. In one process every role shares private memory (the twin).
 """
 
 from __future__ import annotations
@@ -25,13 +23,7 @@ from isaacgymenvs_gmi.config.async_mode import AsyncSettings
 from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 from .kinds import KindSpec, experience_kinds
-from .p2p import (
-    BoardReceiver,
-    BoardSender,
-    PointToPoint,
-    RouteDownlink,
-    RouteUplink,
-)
+from .p2p import BoardReceiver, BoardSender, PointToPoint, RouteDownlink, RouteUplink
 from .roles import AsyncRoles
 from .route import Route, RouteShape, route_shape
 from .spec import channel_specs
@@ -81,9 +73,8 @@ class TrainerLinks:
 
 @dataclass
 class ActorLinks:
-    """An actor's ends: one route per trainer (in the order of ``trainers``, whose first
-    publishes the weights) and the weights board. ``remote``: the trainers reached point to
-    point."""
+    """An actor's ends: one route per trainer of ``trainers`` (the first publishes the weights)
+    and the weights board. ``remote``: the trainers reached point to point."""
 
     routes: list[Route]
     board: WeightsBoard
@@ -178,12 +169,10 @@ def open_actor_links(
         )
         for t in roles.trainers
     ]
-    lead = roles.trainers[0]
-    board = (
-        WeightsBoard.in_process(numel)
-        if lead in remote
-        else WeightsBoard.attach(numel, store, WEIGHTS_KEY)
-    )
+    if roles.trainers[0] in remote:
+        board = WeightsBoard.in_process(numel)
+    else:
+        board = WeightsBoard.attach(numel, store, WEIGHTS_KEY)
     return ActorLinks(routes, board, roles.trainers, remote)
 
 

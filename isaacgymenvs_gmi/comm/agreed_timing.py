@@ -1,9 +1,6 @@
-"""Time candidate collectives, then agree on the fastest across all GMIs that timed them.
-
-Each GMI times the candidates itself (:func:`median_seconds`); :func:`agree_on_fastest` sums
-the timings across GMIs with one all-reduce, so every GMI decides from the same numbers and
-picks the same winner. Both are collective when the candidates are: every GMI must call them
-with the same candidates, in the same order, the same number of times.
+"""Time candidate collectives (:func:`median_seconds`), then agree on the fastest across all GMIs
+(:func:`agree_on_fastest`: one all-reduce, so every GMI picks the same winner). Collective when
+the candidates are: every GMI calls them with the same candidates, in the same order.
 """
 
 from __future__ import annotations
@@ -21,11 +18,9 @@ def median_seconds(
     wait: Callable[[], object],
     setup: Callable[[], object] | None = None,
 ) -> dict[str, float]:
-    """Median seconds of one call of each candidate, over ``rounds`` timed rounds after one
-    warm-up round (round 0). Round ``r`` runs the candidates in their order rotated left by
-    ``r`` (mod their count), so none always runs first. Before each call ``setup`` (if any)
-    and ``wait`` run untimed; ``wait`` runs again before the clock stops (e.g.
-    :func:`wait_for_device`, so queued device work is timed)."""
+    """Median seconds of one call of each candidate over ``rounds`` timed rounds after a warm-up
+    round; round ``r`` rotates the order left by ``r``. Before each call ``setup`` (if any) and
+    ``wait`` run untimed; ``wait`` runs again before the clock stops (:func:`wait_for_device`)."""
     names = list(candidates)
     times: dict[str, list[float]] = {s: [] for s in names}
     for rnd in range(rounds + 1):  # round 0 warms up
@@ -49,12 +44,9 @@ def agree_on_fastest(
     tolerance: float = 1.0,
 ) -> tuple[str, dict[str, float]]:
     """The same ``(choice, mean seconds per candidate)`` on every one of ``members`` GMIs, each
-    passing its own ``local_seconds`` (same keys, same order everywhere).
-
-    ``all_reduce`` sums a float64 CPU tensor of shape ``(len(local_seconds),)`` in place over
-    the members; it is called exactly once. The choice is the lowest mean (the first listed on
-    a tie), unless ``prefer``'s mean is within ``tolerance`` times it (``<=``): then ``prefer``.
-    """
+    passing its own ``local_seconds`` (same keys, same order). ``all_reduce`` sums a float64 CPU
+    tensor ``(len(local_seconds),)`` in place, called once. The choice is the lowest mean (first
+    on a tie), unless ``prefer``'s is within ``tolerance`` times it (``<=``)."""
     names = list(local_seconds)
     total = torch.tensor([local_seconds[s] for s in names], dtype=torch.float64)
     all_reduce(total)  # every member decides from the same numbers

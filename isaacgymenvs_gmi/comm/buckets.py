@@ -1,13 +1,9 @@
 """The one gradient path: flatten into buckets, reduce each, unflatten back into ``.grad``.
 
-Consecutive parameters share a bucket up to ``bucket_elems`` elements (a larger parameter gets
-a bucket of its own; the transport chunks it). Buckets are preallocated float32 buffers on the
-gradients' device, built once per set of parameters that have gradients, so a steady-state
-update allocates nothing. A transport that needs host memory stages a GPU bucket itself
-(:class:`~isaacgymenvs_gmi.comm.routing.RoutedCollectives`).
-
-A few scalars can ride along (``riders``: a minibatch's KL, say): they take the last places of
-the last bucket, so they are reduced in the same collective as the gradients.
+Consecutive parameters share a bucket up to ``bucket_elems`` elements (a larger one gets its
+own). Buckets are float32 buffers on the gradients' device, preallocated once per parameter set.
+A few scalars (``riders``: a minibatch's KL) take the last places of the last bucket, reduced in
+the same collective as the gradients.
 """
 
 from __future__ import annotations

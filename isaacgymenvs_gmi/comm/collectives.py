@@ -1,11 +1,6 @@
-"""The few collectives reduction strategies need, behind one interface with two transports.
-
-``TorchCollectives`` runs them through torch.distributed process groups (gloo on the host, NCCL
-across GPUs). ``ThreadCollectives`` is its in-process twin: each simulated GMI is a thread, and a
-group's members meet at a barrier, so a whole layout runs in one process under a debugger.
-The shared-memory and CUDA IPC transports live in their own modules; which transport carries
-which group is decided in :mod:`.routing`. Groups are plain tuples of GMI ids; the transport maps
-them to its own handles.
+"""The collectives reduction strategies need: ``TorchCollectives`` (torch.distributed: gloo on
+the host, NCCL across GPUs) and its in-process twin ``ThreadCollectives`` (one thread per
+simulated GMI). Groups are tuples of GMI ids; :mod:`.routing` picks each group's transport.
 """
 
 from __future__ import annotations
@@ -29,14 +24,10 @@ class Collectives(Protocol):
 
 
 class TorchCollectives:
-    """torch.distributed groups, built from the same list on every GMI (creating a group is
-    itself collective). ``timeout_s`` bounds every collective: a group made without one would
-    wait torch's default 30 minutes for a hung GMI.
-
-    ``backend`` None uses the default group's backend (gloo here: host tensors), and the group
-    of everyone is the default group itself (its connections are warm). ``backend="nccl"``
-    makes NCCL groups, which take tensors on this GMI's GPU (``device``); NCCL refuses two
-    members on one GPU, so only groups that span distinct GPUs may use it."""
+    """torch.distributed groups, built from the same list on every GMI (group creation is
+    collective); ``timeout_s`` bounds every collective. ``backend`` None: the default group's
+    (gloo, host tensors), everyone being the default group itself. ``backend="nccl"``: tensors
+    on ``device``; NCCL refuses two members on one GPU, so only groups spanning distinct GPUs."""
 
     def __init__(
         self,
@@ -108,9 +99,7 @@ class ThreadCollectives:
         return seen
 
     def all_reduce(self, t, group):
-        if len(group) > 1:
-            seen = self._exchange(t, group)
-            t.copy_(sum(seen[r] for r in sorted(seen)))
+        self.reduce(t, self.rank, group)
 
     def reduce(self, t, dst, group):
         if len(group) > 1:

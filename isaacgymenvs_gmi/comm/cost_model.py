@@ -1,19 +1,12 @@
-"""Time to reduce ``model_bytes`` of gradients under each strategy: Table 2 of the paper as
-printed (:func:`table_2_time`), and the cost of what this package's reducers do
-(:func:`reduction_time`, which the planner uses).
+"""Seconds to reduce ``model_bytes`` of gradients per strategy: Table 2 of the paper as printed
+(:func:`table_2_time`) and what this package's reducers cost (:func:`reduction_time`, for the
+planner). g: GPUs, t: GMIs per GPU, b1: inter-GMI and b2: inter-GPU bandwidth (bytes/s);
+bandwidth terms only.
 
-g: GPUs, t: GMIs per GPU, b1: inter-GMI (inter-process) bandwidth, b2: inter-GPU (NCCL)
-bandwidth, both in bytes/s. Returns seconds (bandwidth terms only; latency is not modelled).
-
-Where they differ, and why: Table 2 charges MRR ``2(g-1)(t+1) M / (g B2)``, every one of its
-``t + 1`` terms at NCCL's bandwidth. Read that way, at one GMI per GPU (t = 1) MRR costs twice
-HAR, although both then run the same single ring across the GPUs, and Algorithm 1 picks MRR
-exactly there. Our MRR (:class:`~.reducers.MultiRingReduction`) runs one ring per slot across
-the GPUs, the ``t`` rings side by side on their own links, then lets the ``t`` partial sums meet
-inside each GPU, at inter-GMI bandwidth: ``2(g-1) M / (g B2) + 2(t-1) M / (t B1)``. That is
-HAR's bandwidth cost; what MRR gains is latency and overlap (no leader does all the cross-GPU
-traffic), which this model leaves out. So under :func:`reduction_time` Algorithm 1's pick never
-costs more than the alternative, and MRR is priced only on layouts where it can run.
+Table 2 charges MRR ``2(g-1)(t+1) M / (g B2)``, all at NCCL's bandwidth: at t = 1 twice HAR,
+though both run the same single ring. Our MRR runs the ``t`` slot rings side by side, then the
+partial sums meet inside each GPU at inter-GMI bandwidth: ``2(g-1) M / (g B2) + 2(t-1) M /
+(t B1)``, HAR's cost (MRR's gain, latency and overlap, is not modelled).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Collectives among the GMIs of one GPU through a device buffer they share by CUDA IPC.
 
-Beyond the paper, which stages every intra-GPU reduction through host memory: under MPS (or
-plain time-sharing) the GMIs of a GPU are processes on the same device, so one of them can
-allocate the ``k + 1`` rows in device memory and the others open that allocation through a CUDA
-IPC handle. Gradients then never cross PCIe. The protocol is the shared-memory one (write,
-barrier, combine a slice, barrier, read), with the barrier counters still in a small host
-segment; before each barrier a GMI waits for its own stream, so the others see its writes.
-
-Not possible between MIG instances (separate memory partitions) or across GPUs.
+Beyond the paper (host-staged): under MPS or time-sharing one GMI allocates the ``k + 1`` rows
+in device memory and the others open them by IPC handle, so gradients never cross PCIe. The
+protocol is the shared-memory one, barrier counters still in a host segment; before each
+barrier a GMI waits for its own stream. Not possible between MIG instances or across GPUs.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""A store that is a folder: one file per key, only as reachable as the folder is.
-
-The runtime's keys on one node (progress records, transport set-up) live here, in the run's
-private 0700 folder: another user cannot list, read or write them, and no socket is open for a
-stranger to find.
+"""A store that is a folder (the run's private 0700 one): one file per key, no socket.
 
 A key's file holds one record: the value's length and CRC-32, then the value, padded to the
-file's capacity. A key appears whole: its first record is written to a temporary file renamed
-into place. Its writer then updates it in place, one ``pwrite`` of the whole record (a progress
-record changes at every collective: no file is created or renamed then); a reader that meets a
-record being rewritten sees its CRC-32 fail and reads again. A value too long for its file gets
-a new, larger file, renamed over the old one. The folder's size stays bounded however long the
-run.
+file's capacity. Its first record is a temporary file renamed into place; its writer then
+rewrites it in place with one ``pwrite`` (a reader that meets a torn record sees its CRC-32 fail
+and reads again). A value too long for its file gets a larger file, renamed over the old one.
 """
 
 from __future__ import annotations
@@ -30,8 +23,7 @@ _TORN_RETRY_S = 0.0002
 
 
 class FolderStoreTimeout(RuntimeError):
-    """A key did not appear in the store within its timeout (a RuntimeError, as torch's store
-    errors are)."""
+    """A key did not appear in the store within its timeout (RuntimeError, as torch's)."""
 
 
 class FolderStore:
@@ -68,11 +60,7 @@ class FolderStore:
         self._written[key] = (fd, capacity)
 
     def get(self, key: str) -> bytes:
-        """The value under ``key``, waiting up to the timeout for it to appear.
-
-        Raises:
-            FolderStoreTimeout: it did not appear in time.
-        """
+        """The value under ``key``, waiting up to the timeout (else :class:`FolderStoreTimeout`)."""
         path, poll = self._file(key), _FIRST_POLL_S
         deadline = time.monotonic() + self._timeout_s
         while True:

@@ -1,20 +1,14 @@
-"""Layout-aware gradient reduction (paper Sec. 4.1): Algorithm 1, the reducers MPR, MRR and HAR
-(Fig. 4) over a :class:`Collectives` transport, and :func:`build_gradient_reduction`, the one
-call from a GMI layout to a working reducer.
+"""Layout-aware gradient reduction (paper Sec. 4.1): Algorithm 1 (:data:`RULES`, first matching
+row of the GMI-to-GPU mapping list ``MPL``, e.g. ``[[0, 1, 2], [3, 4, 5]]``, wins), the reducers
+of Fig. 4 over a :class:`Collectives` transport, and :func:`build_gradient_reduction`.
 
-Algorithm 1 is an ordered table of (condition, strategy) rows (:data:`RULES`); the first that
-matches the GMI-to-GPU mapping list (``MPL``, e.g. ``[[0, 1, 2], [3, 4, 5]]``) wins.
+Each reducer turns every GMI's flat gradient (1-D) into the mean over all GMIs, in place:
 
-Each reducer turns every GMI's flat gradient (a 1-D tensor) into the mean over all GMIs, in
-place. Only the layout decides who talks to whom:
-
-- MPR: one all-reduce among all GMIs (host-staged: the paper's generic baseline).
-- MRR: step 1, one ring per slot across GPUs (GMIs with the same slot, one per GPU); step 2, the
-  partial sums meet among the GMIs of each GPU. Needs as many GMIs on every GPU, <= GPUs.
-- HAR: step 1, reduce to each GPU's leader; step 2, all-reduce among leaders; step 3, each leader
-  broadcasts the result on its GPU.
-- auto (:class:`TunedReduction`): whichever of the valid ones is fastest here, measured once per
-  gradient size; Algorithm 1's pick wins ties.
+- MPR: one all-reduce among all GMIs (the paper's host-staged baseline).
+- MRR: a ring per slot across GPUs, then the partial sums meet inside each GPU. Needs as many
+  GMIs on every GPU, <= GPUs.
+- HAR: reduce to each GPU's leader, all-reduce among leaders, each leader broadcasts.
+- auto (:class:`TunedReduction`): the fastest valid one, measured per gradient size.
 """
 
 from __future__ import annotations
@@ -151,14 +145,10 @@ def make_reducer(
 
 
 class TunedReduction(Reducer):
-    """``gmi.comm=auto``: the fastest valid strategy, measured on this machine and layout.
-
-    The first time a gradient of a given size arrives, every GMI times each candidate on scratch
-    copies (a few rounds, in a rotating order), the per-GMI medians are summed across GMIs (so
-    every GMI sees the same numbers and picks the same winner), and the winner reduces that size
-    from then on. Ties within 2% go to Algorithm 1's pick (``prior``). The real gradient is
-    reduced once, by the winner, so results stay exact.
-    """
+    """``gmi.comm=auto``: at a gradient size's first arrival every GMI times each candidate on
+    scratch copies; the timings are agreed across GMIs (:func:`agree_on_fastest`) and the
+    winner reduces that size from then on (ties within 2% go to ``prior``, Algorithm 1's
+    pick). The real gradient is reduced once, by the winner, so results stay exact."""
 
     strategy = "auto"
 
@@ -208,16 +198,10 @@ def build_gradient_reduction(
     backend: str,
     report: Report | None = None,
 ) -> Reducer | None:
-    """This GMI's reducer for ``layout``, over transports built for it, reported.
-
-    ``comm``: ``gmi.comm`` (auto | mpr | mrr | har); ``intra_device``: ``gmi.intra_device``;
-    ``device``: where this GMI's gradients live; ``backend``: how the GPU is shared (cpu | mps |
-    mig | direct). ``report``, when given, receives the start-up line now and, under ``auto``,
-    one line per gradient size once it is measured (give it on one GMI only).
-
-    ``layout`` may cover only the first GMIs of the process group; the others call this too
-    (group creation is collective) and get None.
-    """
+    """This GMI's reducer for ``layout`` (``comm``: auto | mpr | mrr | har), over transports
+    from :func:`~.routing.build_collectives` (same ``intra_device``, ``device``, ``backend``;
+    GMIs outside ``layout`` get None). ``report`` (give it on one GMI only) receives the
+    start-up line now and, under ``auto``, one line per gradient size once measured."""
     collectives, transports = build_collectives(
         rank, layout, intra_device, store, timeout_s, device=device, backend=backend
     )

@@ -1,14 +1,9 @@
 """Which transport carries each reduction group of a GMI layout, and the router that sends it there.
 
-Across devices: NCCL between GPUs (groups with one GMI per GPU), gloo on the host otherwise
-(CPU virtual devices, and the everyone-group when a GPU holds several GMIs, which NCCL refuses).
-Inside a device (``gmi.intra_device``):
-
-- ``shm``: a host shared-memory segment (on a GPU: host-staged, the paper's way);
-- ``ipc``: a device buffer shared through CUDA IPC (GMIs of one GPU under MPS or time-sharing);
-- ``gloo``: the same gloo groups as across devices;
-- ``auto``: on CPU devices, shared memory where the platform supports it; on a GPU, whichever of
-  host-staged shared memory and CUDA IPC all-reduces faster, measured at start-up.
+Across devices: NCCL between GPUs (groups with one GMI per GPU), else gloo on the host. Inside a
+device (``gmi.intra_device``): ``shm`` (host shared memory; on a GPU host-staged, the paper's
+way), ``ipc`` (CUDA IPC, GMIs of one GPU under MPS or time-sharing), ``gloo``, or ``auto``
+(shm where supported on CPU devices; on a GPU, the faster of shm and ipc, measured at start-up).
 """
 
 from __future__ import annotations
@@ -62,9 +57,8 @@ def ipc_possible(on_gpu: bool, backend: str) -> bool:
 
 
 def intra_device_transport(requested: str, ipc: bool) -> str:
-    """The transport ``gmi.intra_device=requested`` resolves to before any measurement, where
-    ``ipc`` says whether CUDA IPC is possible ("auto" stays "auto" only where it must be
-    measured: GMIs sharing one GPU)."""
+    """``gmi.intra_device=requested`` resolved before measuring (``ipc``: CUDA IPC is possible;
+    "auto" stays "auto" only where it must be measured: GMIs sharing one GPU)."""
     if requested == "shm" and not shm_supported():
         raise RuntimeError("gmi.intra_device=shm needs an x86-64 host; use auto or gloo")
     if requested == "ipc" and not ipc:
@@ -89,22 +83,18 @@ def build_collectives(
     backend: str = "mps",
 ) -> tuple[Collectives | None, TransportChoice]:
     """This GMI's transport for every group of :func:`groups_for` (call on every GMI: group
-    creation is collective). ``device``: where this GMI's gradients live; ``backend``: how the
-    GPU is shared (cpu | mps | mig | direct). MIG instances can neither open each other's
-    memory nor, reliably, run NCCL, so under MIG everything is host-staged.
-
-    ``layout`` may cover only GMIs ``0 .. layout.world_size-1`` of the process group (e.g. an
-    async run's trainers): the others call this too, take part in creating the groups, and get
-    ``(None, choice)``."""
+    creation is collective). ``device``: where this GMI's gradients live; ``backend``: cpu | mps
+    | mig | direct. Under MIG (no shared memory, no reliable NCCL) everything is host-staged.
+    ``layout`` may cover only the first GMIs of the process group (an async run's trainers):
+    the others call this too and get ``(None, choice)``."""
     device = torch.device(device)
     on_gpu = device.type == "cuda"
     ipc = ipc_possible(on_gpu, backend)
     groups = groups_for(layout)
     mpl = layout.mpl()
     where = {gmi: d for d, row in enumerate(mpl) for gmi in row}
-    spans_gpus = [
-        g for g in groups if len(g) > 1 and len({where[m] for m in g}) == len(g)
-    ]  # one GMI per GPU in each
+    # one GMI per GPU in each
+    spans_gpus = [g for g in groups if len(g) > 1 and len({where[m] for m in g}) == len(g)]
     gloo = TorchCollectives(rank, groups, timeout_s)
     routes: dict[Group, Collectives] = {}
     across = "gloo" if len(mpl) > 1 else "none"
@@ -134,15 +124,15 @@ def _intra(transport, rank, members, store, key, timeout_s, device):
     """(collectives or None for gloo, name, measured seconds or None)."""
     if transport == "gloo":
         return None, "gloo", None
+    shm = partial(SharedMemoryCollectives, rank, members, store, key + "/shm", timeout_s=timeout_s)
     if transport == "shm":
-        shm = SharedMemoryCollectives(rank, members, store, key + "/shm", timeout_s=timeout_s)
-        return shm, "shm", None
+        return shm(), "shm", None
     from .cuda_ipc import CudaIpcCollectives
 
     ipc = CudaIpcCollectives(rank, members, store, key + "/ipc", device, timeout_s=timeout_s)
     if transport == "ipc" or not shm_supported():
         return ipc, "ipc", None
-    host = SharedMemoryCollectives(rank, members, store, key + "/shm", timeout_s=timeout_s)
+    host = shm()
     local = {
         "ipc": _time_all_reduce(ipc, members, device),
         "shm": _time_all_reduce(host, members, device),
@@ -170,11 +160,9 @@ def _time_all_reduce(transport: Collectives, members: Group, device: torch.devic
 
 
 class RoutedCollectives:
-    """Each group to the transport that carries it (``routes``), others to ``default``.
-
-    A transport with a ``device`` attribute gets its tensors there: a tensor elsewhere is
-    copied into a staging buffer (pinned host memory for a GPU tensor), and the result back.
-    That is the host-staged path for a GPU's gradients over shared memory or gloo."""
+    """Each group to the transport that carries it (``routes``), others to ``default``. A
+    transport with a ``device`` gets its tensors there: a tensor elsewhere goes through a
+    staging buffer (pinned host memory for a GPU tensor) and back: the host-staged path."""
 
     def __init__(self, default: Collectives, routes: dict[Group, Collectives]):
         self.rank = default.rank

@@ -1,15 +1,12 @@
 """Collectives among the GMIs of one device through a shared-memory segment (host memory).
 
-GMIs on one CPU virtual device (or host-staging for one GPU) exchange gradients by memory copy
-instead of loopback TCP. The segment holds one barrier counter per member and ``k + 1`` rows of
-``row_bytes``: a row per member plus a result row. Every operation is, per chunk that fills at
-most a row: write, barrier, combine, barrier, read. Summing is split across the
-members (each sums one slice of the rows into the result row, in member order), so a result is
-bit-identical on every member and no member sums everything alone.
+The segment holds one barrier counter per member and ``k + 1`` rows of ``row_bytes`` (one per
+member, then the result). Per chunk of at most a row: write, barrier, combine, barrier, read.
+Each member sums one slice of the rows into the result row, in member order, so the result is
+bit-identical on every member.
 
-The barrier is a counter per member, each written by its owner only, so it needs no atomic
-instructions, but it relies on stores becoming visible in program order (x86-64's TSO). Where
-that does not hold (:func:`shm_supported` is False) intra-device traffic stays on gloo.
+Each counter is written by its owner only (no atomics), which relies on stores becoming visible
+in program order (x86-64's TSO); elsewhere (:func:`shm_supported` False) traffic stays on gloo.
 """
 
 from __future__ import annotations
@@ -50,9 +47,8 @@ def _segment_dir() -> str:
 
 
 def checked_segment_path(path: str) -> str:
-    """``path`` if it names a segment this runtime could have made: a regular file (not a link)
-    directly in the segment folder, with our prefix, owned by this user and private to it.
-    Raises :class:`SegmentPathError` otherwise; the path comes from the shared store."""
+    """``path`` (from the shared store) if it is a regular file directly in the segment folder,
+    with our prefix, owned by this user and private to it; else :class:`SegmentPathError`."""
     folder, name = os.path.split(path)
     problem = None
     if os.path.realpath(folder) != os.path.realpath(_segment_dir()) or not name.startswith(
@@ -83,10 +79,9 @@ class SegmentPathError(RuntimeError):
 def create_segment(
     size: int, store: Store, key: str, init: Callable[[mmap.mmap], None] | None = None
 ) -> tuple[mmap.mmap, str]:
-    """A new private (0600), zero-filled segment of ``size`` bytes, mapped, filled by ``init``
-    and only then published under ``key`` (a reader never sees it uninitialised); returns the
-    mapping and the path (unlink it once every user has mapped it: the mappings outlive the
-    name, so nothing is left behind)."""
+    """A new private (0600), zero-filled segment of ``size`` bytes, mapped, filled by ``init``,
+    then published under ``key``; returns the mapping and the path (unlink it once every user
+    has mapped it)."""
     path = os.path.join(_segment_dir(), f"{SEGMENT_PREFIX}{uuid.uuid4().hex}")
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
     try:
@@ -104,8 +99,7 @@ def create_segment(
 
 
 def map_segment(size: int, store: Store, key: str) -> mmap.mmap:
-    """Map the segment published under ``key``: one of ours (:func:`checked_segment_path`) of
-    ``size`` bytes."""
+    """Map the segment of ``size`` bytes published under ``key`` (:func:`checked_segment_path`)."""
     path = checked_segment_path(store.get(key).decode())
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     try:
@@ -118,11 +112,8 @@ def map_segment(size: int, store: Store, key: str) -> mmap.mmap:
 
 
 class SharedMemoryCollectives:
-    """Collectives over ``members`` (sorted GMI ids, one device), as GMI ``rank``.
-
-    ``store``: a :class:`~.store.Store` the members share, used once to pass the
-    segment's name from the first member to the others; ``key`` names this device in it.
-    """
+    """Collectives over ``members`` (GMI ids, one device), as GMI ``rank``; the first member
+    passes the segment's name to the others under ``key`` in the shared ``store``."""
 
     def __init__(
         self,
@@ -165,8 +156,7 @@ class SharedMemoryCollectives:
         return torch.from_numpy(np.frombuffer(segment, dtype=np.uint8, offset=header))
 
     def _fence(self) -> None:
-        """Make this member's writes to the rows visible to the others (before a barrier).
-        Host stores are visible once made."""
+        """Make this member's writes to the rows visible to the others (host stores are)."""
 
     def close(self) -> None:
         self._bytes = self._counters = None

@@ -1,14 +1,10 @@
 """A store whose values only this run's GMIs can have written.
 
-Every value the runtime publishes is signed with a per-run secret (HMAC-SHA256 over key and
-value) that reaches the GMIs through their launcher, never through the store, and keys live
-under a namespace derived from the same secret. A reader rejects a value whose signature does
-not match, so a process outside the run cannot steer it by writing a key. On one node the store
-is also out of a stranger's reach (:mod:`isaacgymenvs_gmi.gmi.rendezvous`); under torchrun it is
-a ``TCPStore`` anyone who reaches its port can list and read (``list_keys``): there the
-signature is what refuses a forged value. torch's own keys (the process group's address
-exchange) can be put under :attr:`namespace` too (``PrefixStore``), but torch reads them
-unsigned.
+Every value is signed (HMAC-SHA256 over key and value) with a per-run secret that reaches the
+GMIs through their launcher, never the store, under a namespace derived from it; a reader
+rejects a bad signature. Under torchrun the ``TCPStore`` is readable by anyone reaching its
+port: the signature refuses forged values. torch's own keys can go under :attr:`namespace`
+(``PrefixStore``), but torch reads them unsigned.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """What a checkpoint file may hold, and reading one without running any of its code.
 
 A checkpoint is rl-games' state dict written by ``torch.save``: tensors, plain Python values
-and our own entry under :data:`METADATA_KEY` (str/int values). We write numpy scalars as the
-Python numbers they hold (:func:`plain_values`), so torch's default loader reads our files;
-older ones (and rl-games' own) hold the numpy scalar rl-games keeps its best reward in.
-:func:`read_checkpoint` loads either with ``torch.load(weights_only=True)`` and the globals of
-:func:`safe_globals` only, so a pickled object whose ``__reduce__`` names a function
-(``os.system``, ...) is refused before anything is called.
-
-It lives here, below both the rl-games patch that loads checkpoints and the check that runs when
-a run is planned, because those two sit side by side in the import layers.
+and our own entry under :data:`METADATA_KEY`. :func:`read_checkpoint` loads it with
+``torch.load(weights_only=True)`` and the globals of :func:`safe_globals` only, so a pickled
+object whose ``__reduce__`` names a function (``os.system``, ...) is refused before anything is
+called. It lives here, below both the rl-games patch that loads checkpoints and the check run
+when a run is planned, which sit side by side in the import layers.
 """
 
 from __future__ import annotations
@@ -34,16 +30,11 @@ _TORCH_OWN = ("torch.", "collections.OrderedDict", "_codecs.encode")
 
 
 def safe_globals() -> list[Any]:
-    """Globals beyond torch's own allowlist that rl-games checkpoints need.
-
-    rl-games stores its best mean reward (``last_mean_rewards``) as the numpy float32 scalar its
-    reward meter returns. Unpickling it calls ``numpy._core.multiarray.scalar(dtype, bytes)``
-    (also named ``numpy.core.multiarray.scalar`` in files written with numpy < 2: the same
-    function), rebuilds the dtype with ``numpy.dtype('f4', ...)`` and restores that dtype's
-    state, which torch allows only for an allowlisted class (``numpy.dtypes.Float32DType``).
+    """Globals beyond torch's own allowlist that rl-games checkpoints need: its best mean
+    reward is a numpy float32 scalar, unpickled by ``numpy._core.multiarray.scalar(dtype,
+    bytes)`` (``numpy.core...`` in files of numpy < 2), ``numpy.dtype`` and the dtype's class.
     None of them runs code named by the file: builtin dtypes ignore pickled size fields, and
-    ``scalar`` copies raw bytes of a numeric dtype.
-    """
+    ``scalar`` copies raw bytes of a numeric dtype."""
     import numpy as np
 
     scalar = np._core.multiarray.scalar
@@ -51,10 +42,9 @@ def safe_globals() -> list[Any]:
 
 
 def plain_values(state: Any) -> Any:
-    """``state`` with every numpy scalar (rl-games keeps its best reward as a float32 one)
-    replaced by the Python number it holds, through dicts, lists and tuples; tensors and other
-    values as they are. What it returns loads with torch's default ``torch.load(path)``
-    (``weights_only=True``, no allowlist)."""
+    """``state`` with every numpy scalar replaced by the Python number it holds, through dicts,
+    lists and tuples, so that it loads with torch's default ``torch.load(path)`` (no allowlist);
+    tensors and other values as they are."""
     import numpy as np
 
     if isinstance(state, np.generic):
@@ -67,12 +57,9 @@ def plain_values(state: Any) -> Any:
 
 
 def read_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> dict[str, Any]:
-    """The state dict in the checkpoint at ``path``, its tensors on ``map_location``.
-
-    Raises :class:`ConfigError` on ``checkpoint`` when the file is missing, cannot be loaded
-    (damaged, truncated, not a torch file), holds anything but plain data (the message names
-    the first global it refers to), or holds something other than a dict.
-    """
+    """The state dict in the checkpoint at ``path``, its tensors on ``map_location``. Raises
+    :class:`ConfigError` on ``checkpoint`` when the file is missing, cannot be loaded, holds
+    anything but plain data (naming the first global it refers to), or is not a dict."""
     import torch
 
     path = os.fspath(path)
@@ -97,9 +84,9 @@ def read_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> 
 
 def _damaged_record(path: str) -> str | None:
     """What is wrong with the first record of the torch archive at ``path`` that does not read
-    back as written (None when all do, or the file is no archive: loading it says why).
-    ``torch.load`` reads records without checking their CRC-32, so a flipped byte in a tensor
-    would load. Records saved with torch's CRC-32 turned off (stored as 0) are not checked."""
+    back as written (None when all do, or the file is no archive). ``torch.load`` skips the
+    CRC-32 check, so a flipped byte in a tensor would load; a stored CRC of 0 (off) is not
+    checked."""
     try:
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
@@ -158,10 +145,8 @@ def _named_global(message: str) -> str | None:
 def _first_foreign_global(path: str) -> str | None:
     """First global the file's pickle names beyond torch's and ours (opcodes are only parsed)."""
     allowed = {_name(g) for g in safe_globals()}
-    for name in _pickled_globals(path):
-        if not name.startswith(_TORCH_OWN) and name not in allowed:
-            return name
-    return None
+    names = _pickled_globals(path)
+    return next((n for n in names if not n.startswith(_TORCH_OWN) and n not in allowed), None)
 
 
 def _pickled_globals(path: str) -> list[str]:

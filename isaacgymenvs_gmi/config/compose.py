@@ -14,8 +14,7 @@ from .resolvers import register_resolvers
 @contextlib.contextmanager
 def initialized_sources(*overrides: str, config_dir=None, config_name: str = "config"):
     """Hydra initialised over ``train.py``'s config sources for ``overrides`` (the user's first,
-    the bundled ``cfg/`` last); yields the resolved sources. Inside a running Hydra
-    app its global state is cleared first."""
+    the bundled ``cfg/`` last; inside a Hydra app, its state cleared first); yields them."""
     import warnings
 
     from hydra import initialize_config_dir
@@ -47,13 +46,11 @@ def initialized_sources(*overrides: str, config_dir=None, config_name: str = "co
 def compose_config(
     *overrides: str, config_dir: str | Path | None = None, config_name: str = "config"
 ) -> DictConfig:
-    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running.
-
-    The sources are ``train.py``'s, in the same order (the user's first, the bundled ``cfg/``
-    last): ``config_dir`` and ``config_name`` play ``--config-path`` and ``--config-name``, and
-    ``hydra.searchpath=[...]`` and ``--config-dir DIR`` may be among ``overrides``. Inside a
-    running Hydra app its global state is cleared first (as ``isaacgymenvs.make`` does), so call
-    it after the app has read what it needs of ``HydraConfig``."""
+    """``train.py``'s composed config for ``overrides`` (e.g. ``"task=Ant"``), without running,
+    from ``train.py``'s sources: ``config_dir`` and ``config_name`` play ``--config-path`` and
+    ``--config-name``; ``hydra.searchpath=[...]`` and ``--config-dir DIR`` may be among
+    ``overrides``. Inside a Hydra app call it after the app has read what it needs of
+    ``HydraConfig`` (Hydra's global state is cleared first)."""
     from hydra import compose
 
     with initialized_sources(*overrides, config_dir=config_dir, config_name=config_name) as src:

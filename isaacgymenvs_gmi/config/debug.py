@@ -13,23 +13,21 @@ class DebugSettings(Settings):
 
     Attributes:
         sync: wait for the device (torch's kernels and JAX's programs) after every env step and
-            every collective between GMIs. A failure this removes is a stream or lifetime race.
-            Slow: for diagnosis only.
+            every collective between GMIs; a failure this removes is a stream or lifetime race.
         handoffs: how buffers cross between torch and JAX (:mod:`isaacgymenvs_gmi.sim.handoff`):
-            ``held`` (each buffer owned by us and kept until its consumer has passed it) or
-            ``bare`` (zero-copy and unheld, as before the rule existed: only to show in a
-            bisection what the rule changes).
+            ``held`` (owned by us until its consumer has passed it) or ``bare`` (zero-copy and
+            unheld: only to show in a bisection what the rule changes).
         trace_nonfinite: at the first minibatch whose losses are NaN or inf, replay its forward
-            pass (weights from before its step, eager, with and without autocast) and say where
-            the first non-finite value appeared (:mod:`~isaacgymenvs_gmi.rl.nonfinite_trace`).
-            Copies the weights before every minibatch: for diagnosis only.
+            pass and say where the first non-finite value appeared
+            (:mod:`~isaacgymenvs_gmi.rl.nonfinite_trace`).
         audit: every this many epochs (0: never), recompute the first minibatch's losses and
-            reduced gradient in float64 on the host from the same weights and inputs, and stop
-            the run, naming the tensor and the GMI, where the GMIs' figures differ by more
-            than ``audit_tolerance`` (:mod:`~isaacgymenvs_gmi.rl.audit`). Catches silent GEMM
-            corruption and stale reads of a peer's gradient, which replicas all share.
+            reduced gradient in float64 on the host, and stop the run, naming the tensor and
+            the GMI, where the GMIs' figures differ by more than ``audit_tolerance``
+            (:mod:`~isaacgymenvs_gmi.rl.audit`).
         audit_tolerance: the largest relative error the audit accepts; null: 1e-3 for a
             float32 learner, 5e-2 with mixed precision.
+
+    All but ``handoffs`` are slow: for diagnosis only.
     """
 
     PREFIX = "gmi.debug"

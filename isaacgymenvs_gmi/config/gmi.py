@@ -23,40 +23,33 @@ class GmiConfig(Settings):
 
     Attributes:
         per_gpu: GMIs (worker processes) per GPU, >= 1.
-        num_gpus: GPUs to use; ``None`` means every visible GPU (on a machine without one:
-            a single CPU device; an integer G there splits the CPU cores into G devices).
+        num_gpus: GPUs to use; ``None``: every visible one (without a GPU: one CPU device; G
+            splits the CPU cores into G devices).
         backend: how a GPU is shared: MPS clients, MIG instances, plain sharing ("direct"),
-            CPU core sets, or "auto" to let the runtime choose.
+            CPU core sets, or "auto" (the runtime chooses).
         mode: the mode's name, checked by the mode registry (``isaacgymenvs_gmi.runners``),
             which also lets a switch such as ``pbt.enabled=True`` choose it.
         comm: gradient reduction across GMIs, or "auto" to choose from the layout.
-        intra_device: how the GMIs of one device exchange gradients: a host shared-memory
-            segment ("shm"; host-staged on a GPU), a device buffer shared through CUDA IPC
-            ("ipc"; GMIs sharing a GPU under MPS or time-sharing), gloo over loopback ("gloo"),
-            or "auto" (on a GPU the faster of shm and ipc, measured at start; on CPU devices
-            shared memory where the platform supports it). Across devices: NCCL between GPUs,
-            gloo on CPU devices.
-        sm_percent: MPS active-thread percentage per GMI, each in (0, 100]; ``None`` leaves
-            the split to the runtime. Its length is checked by the runtime, which knows the
-            number of GMIs.
+        intra_device: how the GMIs of one device exchange gradients: host shared memory
+            ("shm"), a device buffer shared through CUDA IPC ("ipc"), gloo over loopback
+            ("gloo"), or "auto" (on a GPU the faster of shm and ipc, measured at start).
+            Across devices: NCCL between GPUs, gloo on CPU devices.
+        sm_percent: MPS active-thread percentage per GMI, each in (0, 100] (one per GMI,
+            checked by the runtime); ``None``: the runtime's split.
         compile_cache: the persistent XLA compile cache: ``auto`` (the user's cache folder),
             ``off``, or a folder (:mod:`isaacgymenvs_gmi.sim.compile_cache`).
-        timeout_s: seconds a collective between GMIs may wait for a missing GMI before the run
-            stops and names it (start-up, which builds envs and compiles, gets 10x this).
+        timeout_s: seconds a collective may wait for a missing GMI before the run stops and
+            names it (start-up gets 10x this).
         trainers: in async mode, how many of the GMIs train (the first ones); the rest act.
-            Checked against the number of GMIs by the runtime, which knows it.
-        channels: in async and serve mode, experience travels split by kind into channels
-            ("multi", the paper's multi-channel design) or packed step by step into one
-            channel ("uni", the paper's uni-channel baseline).
-        cores: how a CPU device's cores go to its GMIs: ``pinned`` (disjoint core sets;
-            with fewer cores than GMIs some GMIs share one core), ``shared`` (every GMI may
-            run on all of the device's cores, each with thread pools sized to its share, and
-            the OS balances them), or ``auto`` (see :mod:`isaacgymenvs_gmi.placement.cpu_sets`).
-        start: how the launcher starts its GMIs: ``auto`` forks them where that is safe (they
-            start with what it has imported; :mod:`isaacgymenvs_gmi.gmi.start_method`) and
-            spawns them elsewhere; ``spawn`` always spawns them.
-        plan: ``gmi.plan.*``, how ``gmi.per_gpu=auto`` is searched. A run is planned with a
-            number: the planner (:mod:`isaacgymenvs_gmi.planner`) replaces ``auto`` first.
+        channels: in async and serve mode, experience split by kind into channels ("multi")
+            or packed step by step into one ("uni", the paper's baseline).
+        cores: how a CPU device's cores go to its GMIs: ``pinned`` (disjoint core sets),
+            ``shared`` (all cores, thread pools sized to each GMI's share) or ``auto`` (see
+            :mod:`isaacgymenvs_gmi.placement.cpu_sets`).
+        start: ``auto`` forks the GMIs where that is safe, else spawns them
+            (:mod:`isaacgymenvs_gmi.gmi.start_method`); ``spawn`` always spawns them.
+        plan: ``gmi.plan.*``, how ``gmi.per_gpu=auto`` is searched (the planner replaces
+            ``auto`` before a run is planned).
         debug: ``gmi.debug.*``, switches for diagnosing races (off by default).
     """
 

@@ -1,25 +1,11 @@
 """Isaac Gym / PhysX settings that the MuJoCo backends accept but do not use.
 
-Upstream configs are loaded unchanged, so they carry settings that only mean something to
-Isaac Gym. Rather than fail or silently drop them, the runtime lists them once per process.
-
-Listed when present in the composed config:
-
-* top level: ``physics_engine``, ``pipeline``, ``graphics_device_id``, and the PhysX thread
-  settings ``num_threads``, ``solver_type``, ``num_subscenes``;
-* ``task.physics_engine``, ``task.sim.physx`` and ``task.sim.flex`` (each as one entry: the
-  MuJoCo solver comes from the model file), ``task.sim.use_gpu_pipeline`` (the backend decides
-  where tensors live);
-* ``task.env.envSpacing`` (MuJoCo worlds are independent, not laid out on a grid),
-  ``task.env.enableCameraSensors``, ``task.env.enableDebugVis``;
-* ``task.env.plane.*`` (ground contact parameters come from the model file);
-* ``task.env.asset.assetRoot`` (assets are found through the top-level ``assets_root``).
-
-Domain randomisation (``task.task.randomize``) is reported by its own line: what is applied and
-what is not yet (:mod:`.randomization`).
-
-Kept, because the MuJoCo tasks read them: ``task.sim.dt``, ``substeps``, ``up_axis``,
-``gravity``, and the ``task.env`` reward, cost and episode settings.
+Upstream configs are loaded unchanged, so they carry settings that only mean something to Isaac
+Gym (:data:`TOP_LEVEL_KEYS`, :data:`TASK_KEYS`, ``task.env.plane.*``: the MuJoCo solver and
+contacts come from the model file, assets through ``assets_root``). Rather than fail or silently
+drop them, the runtime lists them once per process. Domain randomisation has its own line
+(:mod:`.randomization`). Kept, because the MuJoCo tasks read them: ``task.sim.dt``,
+``substeps``, ``up_axis``, ``gravity``, and the ``task.env`` reward, cost and episode settings.
 """
 
 from __future__ import annotations
@@ -64,11 +50,8 @@ def ignored_physx_keys(cfg: Any) -> list[str]:
 
 def report_ignored_keys(cfg: Any, log: logging.Logger, unread: Sequence[str] = ()) -> list[str]:
     """Log the ignored keys on one INFO line, the first time only in this process: the Isaac
-    Gym settings, then ``unread`` (keys neither the task nor rl-games reads, found when the run
-    was planned).
-
-    Returns the keys that were logged, or an empty list when nothing was logged.
-    """
+    Gym settings, then ``unread`` (keys neither the task nor rl-games reads). Returns the keys
+    logged ([] when none)."""
     global _reported
     if _reported:
         return []

@@ -1,7 +1,6 @@
-"""Folders a run will write into, checked before it starts: the path is not too long for the
-file system, and the folder exists and takes a new entry, or can be created (a probe folder is
-made beside where it would go and removed at once: permissions alone do not tell, e.g. for
-``/proc`` or a read-only mount)."""
+"""Folders a run will write into, checked before it starts: the path fits the file system, and
+the folder takes a new entry or can be created (probed with a folder made and removed at once:
+permissions alone do not tell, e.g. for ``/proc`` or a read-only mount)."""
 
 from __future__ import annotations
 

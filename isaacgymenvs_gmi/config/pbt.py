@@ -1,8 +1,6 @@
-"""Typed form of the population-based training settings (``pbt.*``, IsaacGymEnvs' PBT group).
-
-A population is this run's GMIs: member ``i`` is GMI ``i``, each training its own policy with its
-own hyperparameters. The keys and defaults are upstream's; ``pbt.mutation`` maps dotted config
-keys (``train.params.config.*``, ``task.env.*``) to the function that mutates each.
+"""Typed form of the population-based training settings (``pbt.*``, IsaacGymEnvs' PBT group,
+its keys and defaults). A population is this run's GMIs: member ``i`` is GMI ``i``, each
+training its own policy with its own hyperparameters.
 """
 
 from __future__ import annotations
@@ -87,10 +85,9 @@ class PbtSettings(Settings):
     """Validated ``pbt.*`` of a run with ``pbt.enabled=True``.
 
     Attributes:
-        num_policies: members of the population; ``None``: one per GMI (checked against the
-            number of GMIs by the runtime, which knows it).
-        workspace: where members exchange checkpoints and objectives, as given: a folder name
-            under ``train_dir``, or an absolute path (a folder shared across nodes).
+        num_policies: members of the population; ``None``: one per GMI.
+        workspace: where members exchange checkpoints and objectives: a folder name under
+            ``train_dir``, or an absolute path (a folder shared across nodes).
         dbg_mode: upstream's debugging switch, passed on as given.
         interval_steps: env steps between two PBT decisions of a member.
         start_after: env steps a member trains after (re)starting before it may be replaced.
@@ -102,10 +99,10 @@ class PbtSettings(Settings):
         mutation_rate: probability that each mutated key changes at a mutation.
         change_min, change_max: a mutated number is multiplied or divided by a factor drawn
             from ``[change_min, change_max]``.
-        mutation: dotted key -> mutation function, in the order the config gives them.
-        initial: each mutated key's value in the composed config, as a number (an int for
+        mutation: dotted key -> mutation function, in the config's order.
+        initial: each mutated key's value in the composed config (an int for
             ``mutate_mini_epochs``, else a float).
-        started: the time the config was read, the stamp every member's run folder shares.
+        started: when the config was read, the stamp every member's run folder shares.
     """
 
     PREFIX = "pbt"
@@ -130,14 +127,9 @@ class PbtSettings(Settings):
 
     @classmethod
     def from_cfg(cls, cfg: Any) -> PbtSettings | None:
-        """From the run's whole composed config; ``None`` when it has no ``pbt`` group or
-        ``pbt.enabled`` is False or null.
-
-        Raises:
-            ConfigError: naming ``pbt.<key>`` (``pbt.mutation.<dotted key>`` for a mutation
-                entry, the mutated key for a value its function cannot mutate) for an unknown
-                key or a bad value.
-        """
+        """From the run's whole composed config; ``None`` when ``pbt.enabled`` is not True.
+        A ConfigError names ``pbt.<key>`` (``pbt.mutation.<dotted key>`` for a mutation entry,
+        the mutated key for a value its function cannot mutate)."""
         if not pbt_enabled(cfg):
             return None
         settings = parse(cls, select(cfg, cls.PREFIX), cls.PREFIX)

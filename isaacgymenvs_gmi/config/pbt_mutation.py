@@ -1,15 +1,13 @@
-"""Mutating a PBT member's hyperparameters, with the functions IsaacGymEnvs' mutation files name.
-
-A mutation file (``cfg/pbt/mutation/*.yaml``) maps dotted config keys to function names. Each
-key is mutated with probability ``mutation_rate``; a function returns the new value:
+"""Mutating a PBT member's hyperparameters, with the functions IsaacGymEnvs' mutation files name
+(``cfg/pbt/mutation/*.yaml``: dotted config key -> function). Each key is mutated with
+probability ``mutation_rate``; a function returns the new value:
 
 - ``mutate_float``: multiplied or divided (even odds) by a factor drawn uniformly from
-  ``[change_min, change_max]``;
-- ``mutate_float_min_1``: the same, never below 1;
-- ``mutate_eps_clip``: the same, kept within [0.01, 0.3] (PPO's clip range);
+  ``[change_min, change_max]``; ``mutate_float_min_1``: the same, never below 1;
+  ``mutate_eps_clip``: the same, kept within [0.01, 0.3];
 - ``mutate_mini_epochs``: one more or one fewer (even odds), kept within [1, 8];
 - ``mutate_discount``: ``1 - x`` scaled as by ``mutate_float`` with factors in [1.1, 1.2]
-  (a discount moves gently: its horizon ``1 / (1 - x)`` changes by at most 20%).
+  (its horizon ``1 / (1 - x)`` changes by at most 20%).
 
 The draws come from the ``random.Random`` passed in, so a member's mutations are reproducible.
 """
@@ -73,10 +71,9 @@ class Change:
 def mutate(
     params: Mapping[str, Any], settings: Any, rng: random.Random
 ) -> tuple[dict[str, Any], list[Change]]:
-    """``params`` (dotted key -> value) with each key of ``pbt.mutation`` mutated with
-    probability ``pbt.mutation_rate`` by the function it names (``settings``: ``pbt.*``, a
-    ``PbtSettings``, which names these functions); returns the new params and what changed, in
-    key order."""
+    """``params`` (dotted key -> value) with each key of ``settings.mutation`` (a
+    ``PbtSettings``) mutated with probability ``mutation_rate`` by the function it names;
+    returns the new params and what changed, in key order."""
     new, changes = dict(params), []
     for key in sorted(settings.mutation):
         if rng.random() >= settings.mutation_rate:

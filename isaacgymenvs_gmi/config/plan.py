@@ -25,21 +25,19 @@ class PlanSettings(Settings):
 
     Attributes:
         alpha: the saturation threshold: growing num_env stops when
-            Sat = (dthroughput/throughput) / (dmemory/memory) falls below it (> 0; the paper
-            uses 0.1).
-        budget_s: wall-clock bound of the whole search, trial runs included (> 0).
+            Sat = (dthroughput/throughput) / (dmemory/memory) falls below it (the paper: 0.1).
+        budget_s: wall-clock bound of the whole search, trial runs included.
         epochs: PPO epochs (or serving chunks' worth of steps) each trial runs.
         warmup_epochs: the first epochs of a trial, left out of its throughput (compiles,
-            caches, allocator growth); < ``epochs - 1``.
-        timeout_s: a trial that has not finished after this long is stopped and recorded as
-            hanging.
-        memory_mb: a trial whose processes hold more than this (resident memory on the CPU,
-            device memory on a GPU) is stopped and recorded as out of memory; ``None``: 90% of
-            the memory available when the search starts (of the device's on a GPU).
+            caches, allocator growth).
+        timeout_s: a trial still running after this long is stopped and recorded as hanging.
+        memory_mb: a trial whose processes hold more than this (host memory on the CPU, device
+            memory on a GPU) is stopped as out of memory; ``None``: 90% of what is available
+            when the search starts.
         max_per_gpu: the most GMIs per device tried; ``None``: 10 on a GPU (the paper's range),
             twice the device's cores on a CPU device.
         min_envs, max_envs: the num_env range of the free search (``num_envs=auto``), envs per
-            GMI in powers of two (the paper: 128 ... 16384).
+            GMI in powers of two.
         replan: search again even when the cache holds a result for this task, train config,
             machine and package versions.
         cache_dir: where results are kept; ``None``: ``$XDG_CACHE_HOME/isaacgymenvs_gmi/plans``

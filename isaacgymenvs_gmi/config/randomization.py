@@ -1,13 +1,10 @@
 """Domain randomisation settings with IsaacGymEnvs' schema (``task.task.randomize`` and
 ``task.task.randomization_params``), validated at the edge.
 
-Honoured: observation and action noise (``observations``, ``actions``), ``sim_params.gravity``,
-and the per-world physical properties MuJoCo can vary under ``actor_params.<actor>``:
-``rigid_body_properties.mass``, ``rigid_shape_properties`` friction (sliding, torsion, rolling)
-and restitution, ``dof_properties`` damping, stiffness, lower, upper, armature and friction,
-and ``tendon_properties`` damping and stiffness. Isaac Gym properties with no MuJoCo
-counterpart (``color``, ``scale``, a body's ``com``, a dof's ``velocity`` ...) are accepted
-and listed once as not applied; anything else is refused naming its key.
+Honoured: observation and action noise, ``sim_params.gravity``, and the per-world properties
+MuJoCo can vary under ``actor_params.<actor>`` (:data:`ACTOR_PROPERTIES`). Isaac Gym properties
+with no MuJoCo counterpart are accepted and listed once as not applied; anything else is
+refused naming its key.
 """
 
 from __future__ import annotations

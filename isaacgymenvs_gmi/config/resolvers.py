@@ -1,12 +1,7 @@
-"""OmegaConf resolvers used by IsaacGymEnvs task and train files.
-
-Upstream files interpolate with four custom resolvers, so they must be registered before a
-config is composed:
-
-* ``${eq:a,b}``: case-insensitive string equality.
-* ``${contains:needle,haystack}``: case-insensitive substring test.
-* ``${if:cond,a,b}``: ``a`` when ``cond`` is truthy (a non-empty string counts), else ``b``.
-* ``${resolve_default:default,arg}``: ``default`` when ``arg`` is the empty string, else ``arg``.
+"""OmegaConf resolvers used by IsaacGymEnvs task and train files, which interpolate with
+``${eq:a,b}`` and ``${contains:needle,haystack}`` (case-insensitive), ``${if:cond,a,b}`` and
+``${resolve_default:default,arg}`` (``default`` when ``arg`` is empty): they must be registered
+before a config is composed.
 """
 
 from __future__ import annotations
@@ -22,27 +17,11 @@ from omegaconf import OmegaConf
 logger = logging.getLogger(__name__)
 
 
-def _eq(x: Any, y: Any) -> bool:
-    return str(x).lower() == str(y).lower()
-
-
-def _contains(needle: Any, haystack: Any) -> bool:
-    return str(needle).lower() in str(haystack).lower()
-
-
-def _if(cond: Any, a: Any, b: Any) -> Any:
-    return a if cond else b
-
-
-def _resolve_default(default: Any, arg: Any) -> Any:
-    return default if arg == "" else arg
-
-
 RESOLVERS: dict[str, Callable[..., Any]] = {
-    "eq": _eq,
-    "contains": _contains,
-    "if": _if,
-    "resolve_default": _resolve_default,
+    "eq": lambda x, y: str(x).lower() == str(y).lower(),
+    "contains": lambda needle, haystack: str(needle).lower() in str(haystack).lower(),
+    "if": lambda cond, a, b: a if cond else b,  # a non-empty string counts as true
+    "resolve_default": lambda default, arg: default if arg == "" else arg,
 }
 
 

@@ -1,15 +1,8 @@
 """The top-level keys of ``python train.py ...`` and what rl-games' PPO reads from
-``train.params.config``, each checked here once, before any process starts.
-
-rl-games reads its numbers deep inside agent construction or only at the end of an epoch (a
-string ``max_epochs`` fails after the first one), and takes nonsense (``gamma=5``, a negative
-clip) without complaint. ``experiment`` (and the rl-games names it fills) is a folder *name*
-under ``train_dir``, never a path: a separator or ``..`` would write outside ``runs/``.
-
-What stays code is what one key cannot say alone, each a method here: the batch geometry
-against the env count (:meth:`RunSettings.check_batch`), the GMIs' seeds
-(:meth:`RunSettings.check_gmi_seeds`) and, in :meth:`RunSettings.cross_check`, a checkpoint to
-play and a run folder that can be written.
+``train.params.config``, each checked here once, before any process starts (rl-games reads its
+numbers deep inside agent construction or at the end of an epoch, and takes ``gamma=5`` without
+complaint). ``experiment`` and the rl-games names it fills are folder *names* under
+``train_dir``, never paths. Rules between keys are :class:`RunSettings`' methods.
 """
 
 from __future__ import annotations
@@ -50,8 +43,8 @@ def _ppo(kind: Any, name: str, required: bool = False) -> Any:
 
 @dataclass(frozen=True)
 class RunSettings(Settings):
-    """Validated top-level keys and ``train.params.config`` values. The PPO numbers are only
-    checked (rl-games reads its config itself); the runtime reads :meth:`train`."""
+    """Validated top-level keys and ``train.params.config`` values, only checked for rl-games'
+    numbers; the runtime reads :meth:`train`."""
 
     seed: int = setting(42, Int(-1, SEED_MAX, why="-1: a random seed"))
     max_iterations: int | None = setting(None, EpochLimit(optional=True))
@@ -158,19 +151,12 @@ class RunSettings(Settings):
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """What the runtime reads of the training settings (from :meth:`RunSettings.train`).
-
-    Attributes:
-        horizon_length: env steps per GMI per epoch (``train.params.config.horizon_length``).
-        torch_deterministic: deterministic torch kernels (IsaacGymEnvs ``torch_deterministic``).
-        sigma: fixed policy standard deviation for a loaded checkpoint (IsaacGymEnvs ``sigma``),
-            ``None`` to keep the network's.
-        central_value: the train config has a central value (asymmetric critic) net.
-        experiment_name: ``full_experiment_name`` (a run folder name), ``None`` for rl-games'.
-        train_dir: folder for checkpoints and summaries (``train_dir``).
-        value_bootstrap: time-outs are truncations whose value is bootstrapped
-            (``train.params.config.value_bootstrap``, as rl-games reads it).
-    """
+    """What the runtime reads of the training settings (from :meth:`RunSettings.train`):
+    ``horizon_length`` (env steps per GMI per epoch), ``torch_deterministic``, ``sigma`` (fixed
+    policy std for a loaded checkpoint; ``None``: the network's), ``central_value`` (the train
+    config has an asymmetric critic net), ``experiment_name`` (``full_experiment_name``;
+    ``None``: rl-games'), ``train_dir``, ``value_bootstrap`` (time-outs are truncations whose
+    value is bootstrapped, as rl-games reads it)."""
 
     horizon_length: int
     torch_deterministic: bool

@@ -10,19 +10,12 @@ and :func:`parse` builds the dataclass from a config node, refusing a bad value 
 
     plan = PlanSettings.from_cfg(cfg)  # the composed config; or .from_node(cfg.gmi.plan)
 
-The rules, decided here once:
-
-- a real number is an int or a float, and finite. Not a bool, and not a string: Hydra's command
-  line and YAML already read ``1e-4``, ``.5`` and ``3e2`` as numbers, so a quoted number is text,
-  and the keys passed on to rl-games would reach it as text;
-- an integer is an int or a string of digits (an interpolation can leave one); not a bool, and
-  not a float;
-- a flag is ``true`` or ``false``;
-- a choice is matched case-insensitively and returned in its canonical spelling;
-- an optional key given empty (``key=`` on the command line) is null.
-
-Rules between fields (``c_bar <= rho_bar``) are a settings class's ``cross_check``, run after
-each field is checked.
+The rules: a real number is a finite int or float, not a bool and not a string (Hydra and YAML
+read ``1e-4`` as a number, so a quoted one is text and would reach rl-games as text); an integer
+is an int or a string of digits (an interpolation can leave one), not a bool or a float; a flag
+is ``true`` or ``false``; a choice is matched case-insensitively and returned in its canonical
+spelling; an optional key given empty (``key=``) is null. Rules between fields (``c_bar <=
+rho_bar``) are a settings class's ``cross_check``, run after each field is checked.
 """
 
 from __future__ import annotations
@@ -61,11 +54,12 @@ class Kind(ABC):
         """The typed value; a :class:`ConfigError` naming ``key`` when ``value`` is not one."""
 
 
+@dataclass(frozen=True)
 class Scalar(Kind):
     """A kind judged by one conversion: ``convert`` gives the typed value or :data:`INVALID`;
-    ``optional``: null (or empty) is taken, as ``None``."""
+    ``optional`` (keyword only): null (or empty) is taken, as ``None``."""
 
-    optional: bool = False
+    optional: bool = field(default=False, kw_only=True)
 
     @abstractmethod
     def convert(self, value: Any) -> Any:
@@ -88,7 +82,6 @@ class Int(Scalar):
 
     minimum: int = 0
     maximum: int | None = None
-    optional: bool = False
     why: str = ""
     auto: bool = False
 
@@ -119,7 +112,6 @@ class Real(Scalar):
     high: float = math.inf
     open_low: bool = False
     open_high: bool = False
-    optional: bool = False
 
     def text(self) -> str:
         if self.low == -math.inf and self.high == math.inf:
@@ -147,8 +139,6 @@ POSITIVE = Real(0.0, open_low=True)
 class Flag(Scalar):
     """``true`` or ``false``."""
 
-    optional: bool = False
-
     def text(self) -> str:
         return "must be true or false"
 
@@ -164,7 +154,6 @@ class Choice(Scalar):
     """One of ``allowed``, matched case-insensitively; the canonical spelling is returned."""
 
     allowed: tuple[str, ...] = ()
-    optional: bool = False
 
     def text(self) -> str:
         return one_of(self.allowed)
@@ -183,7 +172,6 @@ class Text(Scalar):
     ``lower``: returned stripped and lower-cased."""
 
     what: str = "a folder"
-    optional: bool = False
     lower: bool = False
 
     def text(self) -> str:
@@ -199,8 +187,6 @@ class Text(Scalar):
 class Name(Scalar):
     """One folder name (a run's, an experiment's), never a path: ``..``, a separator or a space
     would put the folder somewhere else. A number is taken as its digits."""
-
-    optional: bool = False
 
     def text(self) -> str:
         return (
@@ -221,8 +207,6 @@ class Name(Scalar):
 class Device(Scalar):
     """A torch device name: ``cpu``, ``cuda`` or ``cuda:N`` (returned lower-cased)."""
 
-    optional: bool = False
-
     def text(self) -> str:
         return "must be 'cpu', 'cuda' or 'cuda:N'"
 
@@ -235,8 +219,6 @@ class Device(Scalar):
 @dataclass(frozen=True)
 class EpochLimit(Scalar):
     """An epoch or frame limit: an integer >= 1 (a whole float too), or -1 for none."""
-
-    optional: bool = False
 
     def text(self) -> str:
         return "must be an integer >= 1, or -1 for no limit"
@@ -253,7 +235,6 @@ class Folder(Scalar):
     folder, for the message."""
 
     what: str = "a folder"
-    optional: bool = False
 
     def text(self) -> str:
         return f"must be an existing folder ({self.what})"
@@ -268,8 +249,6 @@ class Folder(Scalar):
 @dataclass(frozen=True)
 class Section(Scalar):
     """A mapping of settings read as a whole by another part (rl-games' sub-configs)."""
-
-    optional: bool = False
 
     def text(self) -> str:
         return "must be a mapping of settings"
@@ -397,10 +376,7 @@ def parse(cls: type[T], node: Any, prefix: str = "") -> T:
     """Build ``cls`` from ``node`` (a DictConfig or a mapping); a key not given takes its
     default. Under a ``prefix`` (a group) every key must be one of ``cls``'s; without one,
     ``node`` is the whole config and only ``cls``'s keys (dotted keys allowed) are read.
-
-    Raises:
-        ConfigError: naming ``<prefix>.<key>`` for an unknown key or a bad value.
-    """
+    A ConfigError names ``<prefix>.<key>`` for an unknown key or a bad value."""
     specs = [f for f in fields(cls) if _KIND in f.metadata]  # type: ignore[arg-type]
     if prefix:
         node = as_mapping(prefix, node)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -34,21 +35,17 @@ class SimKeys(Settings):
     rl_device: str = setting("cuda:0", Device())
     sim_backend: str = setting("auto", Choice(SIM_BACKEND_CHOICES))
     mjx_impl: str = setting("jax", Choice(MJX_IMPLS))
-    assets_root: str | None = setting(None, Folder("an IsaacGymEnvs 'assets' folder", True))
+    assets_root: str | None = setting(
+        None, Folder("an IsaacGymEnvs 'assets' folder", optional=True)
+    )
 
 
 @dataclass(frozen=True)
 class SimSettings:
-    """Resolved simulation settings.
-
-    Attributes:
-        backend: "mujoco" (MuJoCo C engine on the CPU) or "mjx" (MuJoCo XLA in JAX).
-        mjx_impl: MJX implementation, "jax" or "warp" (only used when backend is "mjx").
-        sim_device: "cpu", "cuda" or "cuda:N", after falling back to "cpu" without CUDA.
-        rl_device: same form, for the policy and trainer.
-        assets_root: IsaacGymEnvs assets folder to load ``env.asset.assetFileName`` from, or
-            ``None`` to use the bundled models.
-    """
+    """Resolved simulation settings: ``backend`` "mujoco" (the C engine, on the CPU) or "mjx"
+    (MuJoCo XLA in JAX), with ``mjx_impl`` "jax" or "warp"; ``sim_device`` and ``rl_device``
+    "cpu", "cuda" or "cuda:N" (after the fallback to "cpu"); ``assets_root``: the IsaacGymEnvs
+    assets folder to load ``env.asset.assetFileName`` from (``None``: the bundled models)."""
 
     backend: SimBackend
     mjx_impl: MjxImpl
@@ -69,13 +66,8 @@ def resolve_sim_settings(
     jax_platforms: Iterable[str],
     warp_available: bool,
 ) -> SimSettings:
-    """Validate ``sim_backend``, ``mjx_impl``, ``sim_device``, ``rl_device``, ``assets_root``.
-
-    Args:
-        cfg: the composed top-level config (DictConfig or mapping).
-        cuda_available: whether torch can use CUDA.
-        jax_platforms: platform names of the JAX devices ("cpu", "gpu", "cuda", ...).
-        warp_available: whether the MJX warp implementation can be imported.
+    """Validate ``sim_backend``, ``mjx_impl``, ``sim_device``, ``rl_device``, ``assets_root``
+    of the composed config ``cfg`` for this platform (see :func:`detect_platform`).
 
     Without CUDA, CUDA devices fall back to "cpu" with a single warning. ``sim_backend=auto``
     picks "mjx" when physics runs on CUDA and JAX sees a GPU, else "mujoco".
@@ -86,16 +78,14 @@ def resolve_sim_settings(
     """
     platforms = tuple(p.lower() for p in jax_platforms)
     keys = SimKeys.from_cfg(cfg)
-    requested = {"sim_device": keys.sim_device, "rl_device": keys.rl_device}
-    devices = dict(requested)
-    if not cuda_available:
-        moved = [k for k, v in requested.items() if v.startswith("cuda")]
-        if moved:
-            logger.warning(
-                "CUDA is not available: using cpu for %s",
-                ", ".join(f"{k} (was {requested[k]})" for k in moved),
-            )
-            devices.update({k: "cpu" for k in moved})
+    devices = {"sim_device": keys.sim_device, "rl_device": keys.rl_device}
+    moved = [] if cuda_available else [k for k, v in devices.items() if v.startswith("cuda")]
+    if moved:
+        logger.warning(
+            "CUDA is not available: using cpu for %s",
+            ", ".join(f"{k} (was {devices[k]})" for k in moved),
+        )
+        devices.update(dict.fromkeys(moved, "cpu"))
     sim_device = devices["sim_device"]
     choice, impl = keys.sim_backend, cast(MjxImpl, keys.mjx_impl)
     jax_gpu = any(p in JAX_GPU_PLATFORMS for p in platforms)
@@ -133,13 +123,10 @@ def resolve_sim_settings(
 def detect_platform() -> tuple[bool, tuple[str, ...], bool]:
     """Return ``(cuda_available, jax_platforms, warp_available)`` for this process.
 
-    Where an accelerator could be used (torch built with CUDA, or a JAX GPU plugin installed),
-    this asks torch and JAX, which initialises torch's CUDA runtime and JAX's backends. Under
-    JAX's default settings a GPU backend preallocates most of the device memory, so set
-    ``XLA_PYTHON_CLIENT_*`` variables (e.g. ``XLA_PYTHON_CLIENT_PREALLOCATE=false``) before
-    calling it in a process that shares its GPU with other GMIs. Where nothing installed could,
-    the answer is known without starting either (no thread pools start, so the process may
-    start its GMIs by forking).
+    Where an accelerator could be used, this initialises torch's CUDA runtime and JAX's
+    backends; a JAX GPU backend then preallocates most of the device memory unless
+    ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` is set first (needed where GMIs share a GPU).
+    Otherwise neither is started (no thread pools: the GMIs may still be forked).
     """
     import torch
 
@@ -155,15 +142,10 @@ def _jax_platforms() -> tuple[str, ...]:
     if not _jax_accelerator_plugins():  # the CPU only, and JAX needs no start to say so
         allowed = os.environ.get("JAX_PLATFORMS", "").strip()
         return ("cpu",) if not allowed or "cpu" in allowed.split(",") else ()
-    found: list[str] = []
+    found: dict[str, None] = {}  # in order, each once
     for name in ("cpu", "gpu"):
-        try:
-            devices = jax.devices(name)
-        except RuntimeError:
-            continue
-        for device in devices:
-            if device.platform not in found:
-                found.append(device.platform)
+        with contextlib.suppress(RuntimeError):
+            found.update(dict.fromkeys(device.platform for device in jax.devices(name)))
     return tuple(found)
 
 

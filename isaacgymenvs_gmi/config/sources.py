@@ -1,19 +1,17 @@
 """Where configs come from: the user's sources first, the bundled ``cfg/`` as the fallback.
 
-A project laid out as an IsaacGymEnvs fork keeps upstream's file names (``task/Ant.yaml``,
-``train/AntPPO.yaml``) with its own values. Hydra alone would search the application's own config
-folder (ours) before ``--config-dir`` and ``hydra.searchpath``, so a fork's ``Ant.yaml`` would
-lose to the bundled one, silently. Here the search order is, first match wins:
+A fork of IsaacGymEnvs keeps upstream's file names (``task/Ant.yaml``) with its own values, and
+Hydra alone would search our config folder before ``--config-dir`` and ``hydra.searchpath``: a
+fork's ``Ant.yaml`` would lose, silently. Here the search order is, first match wins:
 
 1. the primary config folder the user names (``--config-path``; relative to the current folder);
 2. ``--config-dir``;
 3. ``hydra.searchpath`` (from the command line, else from the primary ``config.yaml``);
-4. the bundled ``cfg/`` (shipped in the package).
+4. the bundled ``cfg/``, which stays Hydra's primary config folder; a search path plugin puts
+   the user's folders before it (:func:`user_sources_first`).
 
-The bundled folder stays Hydra's primary config folder, and a search path plugin puts the user's
-folders before it (:func:`user_sources_first`, around composing). When the primary
-config is not ours (a fork's ``config.yaml``), the ``gmi`` group and the plugin's own top-level
-keys (``plugin/defaults.yaml``) are added with their defaults, so ``gmi.per_gpu=2`` works as typed.
+A primary config that is not ours is completed with the ``gmi`` group and the plugin's
+top-level keys (``plugin/defaults.yaml``), so ``gmi.per_gpu=2`` works as typed.
 """
 
 from __future__ import annotations
@@ -134,12 +132,11 @@ def _read_yaml(path: Path) -> dict:
 
 def _names_group(defaults: object, group: str) -> bool:
     """Whether a defaults list selects ``group`` (``- gmi: default``, ``- /gmi: x``, ...)."""
-    for item in defaults if isinstance(defaults, list) else []:
-        if isinstance(item, dict) and any(
-            str(k).lstrip("/").removeprefix("optional ").strip() == group for k in item
-        ):
-            return True
-    return False
+    return any(
+        isinstance(item, dict)
+        and any(str(k).lstrip("/").removeprefix("optional ").strip() == group for k in item)
+        for item in (defaults if isinstance(defaults, list) else [])
+    )
 
 
 @dataclass(frozen=True)
@@ -155,8 +152,7 @@ class ConfigSources:
 
     @property
     def main(self) -> str:
-        """Hydra's primary config folder (the bundled one; the user's come first through
-        :func:`user_sources_first`)."""
+        """Hydra's primary config folder: the bundled one (:func:`user_sources_first`)."""
         return str(bundled_config_dir())
 
     @property
@@ -184,11 +180,7 @@ def resolve_sources(flags: ConfigFlags, args: Sequence[str]) -> ConfigSources:
     bundled = _as_entry(str(bundled_config_dir()))
     searchpath, rest = _searchpath_override(args)
     searchpath_args = [a for a in args if a not in rest]  # hydra.searchpath=[...], as given
-    user: list[str] = []
-    if flags.config_path:
-        user.append(_as_entry(flags.config_path))
-    if flags.config_dir:
-        user.append(_as_entry(flags.config_dir))
+    user = [_as_entry(path) for path in (flags.config_path, flags.config_dir) if path]
     primary = _find(user + [bundled], f"{flags.config_name}.yaml")
     primary_cfg = _read_yaml(primary) if primary is not None else {}
     if searchpath is None:  # the primary config.yaml's own hydra.searchpath, if it has one

@@ -3,19 +3,10 @@ defaults.
 
 :func:`schema_node` turns a :class:`~.schema.Settings` class into the node Hydra composes the
 YAML onto, so ``--cfg job`` shows every key with its default and a wrongly typed value fails at
-composition with Hydra's own message, naming the key. Each key's node type follows its kind:
-
-==========================================  ==============================================
-kind                                        node
-==========================================  ==============================================
-``Int``                                     int
-``Real``                                    float
-``Flag``                                    bool
-``Choice``, ``Text``                        str
-``Nested``                                  its settings' own node
-optional, ``auto``, a list, a kind of its   Any: the settings class checks it when the run
-own (a subclass with its own conversion)    is planned
-==========================================  ==============================================
+composition with Hydra's own message, naming the key. A key's node follows its kind: ``Int``:
+int, ``Real``: float, ``Flag``: bool, ``Choice`` and ``Text``: str, ``Nested``: its settings'
+own node; optional, ``auto``, a list or a kind of its own (a subclass with its own conversion):
+Any, checked by the settings class when the run is planned.
 
 The node is open (a DictConfig, not a dataclass), so a key it does not know still reaches the
 settings class, which names the closest one. The Hydra plugin (``hydra_plugins.
@@ -52,7 +43,7 @@ _TYPED = {
 
 def value_node(kind: Kind, default: Any) -> Any:
     """What one key of ``kind`` holds in the schema: a typed node with ``default`` (see the
-    module's table); a list or mapping default as it is (OmegaConf makes it a container)."""
+    module); a list or mapping default as it is (OmegaConf makes it a container)."""
     if isinstance(kind, Nested):
         return schema_node(kind.settings)
     if isinstance(default, tuple):

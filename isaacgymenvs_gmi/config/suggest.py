@@ -1,9 +1,7 @@
 """``did you mean ...`` for a typo on the command line: a config choice that does not exist
-(``task=Antt``) or a key the config lacks (``gmi.per_gppu=3``, ``max_iteration=10``).
-
-Hydra refuses both with its own message; :func:`suggestions` adds the closest names (the standard
-library's ``difflib``) from the same config sources. It composes only the choices that exist,
-so it works after Hydra has failed, and it never raises.
+(``task=Antt``) or a key the config lacks (``gmi.per_gppu=3``). Hydra refuses both with its own
+message; :func:`suggestions` adds the closest names from the same config sources, composing only
+the choices that exist, and never raises.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Typed form of what the runtime reads of a task's resolved config (``task.env.*`` and
-``task.sim.*``): its envs, its timing, its clip values and its asset, read once and checked
-(``ConfigError`` naming the key). The task itself still receives its ``env`` section as is, as
-IsaacGymEnvs hands it over; nothing here has a silent default where upstream's files always
-give a value (``task.sim.dt``)."""
+``task.sim.*``), read once and checked (``ConfigError`` naming the key). The task still receives
+its ``env`` section as is; nothing here has a silent default where upstream's files always give
+a value (``task.sim.dt``)."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ class SimTiming:
             raise ConfigError("task.sim.dt", None, "missing: the physics time step in seconds")
         dt = POSITIVE.check("task.sim.dt", sim["dt"])
         substeps = Int(1).check("task.sim.substeps", sim.get("substeps", 1))
-        every = env.get("controlFrequencyInv", 1)
-        control = Int(1).check("task.env.controlFrequencyInv", every)
+        control = Int(1).check("task.env.controlFrequencyInv", env.get("controlFrequencyInv", 1))
         if "episodeLength" in env:
             Int(1).check("task.env.episodeLength", env["episodeLength"])
         return cls(dt, substeps, control)
@@ -54,15 +52,10 @@ class SimTiming:
 
 @dataclass(frozen=True)
 class TaskEnvSettings:
-    """Attributes:
-    num_envs: envs per GMI (``task.env.numEnvs``).
-    timing: the physics and control steps.
-    clip_obs: observations are clipped to ``[-clip_obs, clip_obs]`` (``clipObservations``;
-        inf: not clipped).
-    clip_actions: actions likewise (``clipActions``; inf, as upstream, when a file sets none).
-    clip_actions_given: whether the file sets ``clipActions``.
-    asset_file: ``task.env.asset.assetFileName`` (read under ``assets_root``), if given.
-    """
+    """``num_envs``: envs per GMI (``task.env.numEnvs``); ``timing``; observations are clipped
+    to ``[-clip_obs, clip_obs]`` (``clipObservations``; inf: not clipped), actions likewise to
+    ``clip_actions`` (inf, as upstream, where the file sets none: ``clip_actions_given``);
+    ``asset_file``: ``task.env.asset.assetFileName`` (read under ``assets_root``), if given."""
 
     num_envs: int
     timing: SimTiming

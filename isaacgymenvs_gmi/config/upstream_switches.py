@@ -1,16 +1,9 @@
-"""IsaacGymEnvs' top-level switches and ``pbt.*``: each honoured, refused naming the key, or
-named once as not applied with what to do instead. None is dropped silently.
-
-- honoured as upstream does: :data:`HONOURED`;
-- Isaac Gym / PhysX only, listed by the "not used by the MuJoCo backends" line
-  (:mod:`.ignored`);
-- ``headless=False``: there is no viewer window here; named, with ``capture_video`` to watch;
-- ``multi_gpu``: GMIs split the run either way; named with what runs instead when it is True
-  without torchrun (and when it is False under torchrun);
-- ``pbt.*``: ``pbt.enabled=True`` trains a population as ``gmi.mode=pbt`` (the PBT mode
-  claims the run, ``runners/pbt``, which reads and checks its settings), refused together with
-  another mode; with PBT off, any other ``pbt.*`` setting a config carries is named as not
-  applied.
+"""IsaacGymEnvs' top-level switches and ``pbt.*``: each honoured (:data:`HONOURED`), refused
+naming the key, or named once as not applied with what to do instead; none dropped silently.
+Isaac Gym / PhysX-only keys have their own line (:mod:`.ignored`). ``headless=False``,
+``multi_gpu`` and, with PBT off, any ``pbt.*`` setting are named by :func:`not_applied`;
+``pbt.enabled=True`` trains a population as ``gmi.mode=pbt`` (``runners/pbt`` checks its
+settings).
 """
 
 from __future__ import annotations
@@ -49,8 +42,7 @@ PBT_OFF_KEYS = ("enabled", "policy_idx")  # what a PBT-off config (pbt=no_pbt) c
 
 
 def pbt_enabled(cfg: Any) -> bool:
-    """Whether ``pbt.enabled`` asks for population-based training (it must be a boolean or
-    null)."""
+    """Whether ``pbt.enabled`` asks for population-based training (a boolean or null)."""
     return bool(Flag(optional=True).check("pbt.enabled", select(cfg, "pbt.enabled")))
 
 

@@ -1,11 +1,7 @@
 """Video capture settings: IsaacGymEnvs' ``capture_video``, ``capture_video_freq`` and
-``capture_video_len``, validated at the edge.
-
-Upstream hands the two integers to gym's ``RecordVideo`` (a step trigger ``step % freq == 0``
-and ``video_length=len``) and so accepts any length, also one longer than the period (a
-recording then runs to its end and the next one starts at the next multiple of ``freq``), and
-``len=0``, which records until env 0's episode ends. Refused: a period below 1 (upstream divides
-by it), a negative length, and anything that is not an integer.
+``capture_video_len``, validated at the edge. As upstream (gym's ``RecordVideo``), any length is
+taken, also one longer than the period, and ``len=0`` records until env 0's episode ends.
+Refused: a period below 1 (upstream divides by it), a negative length, a non-integer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Weights & Biases settings with IsaacGymEnvs' keys (``wandb_activate``, ``wandb_group``, ...).
-
-wandb is an optional extra (``pip install -e '.[wandb]'``): asking for it without the package is
-refused before anything starts, naming the key and the install command.
+wandb is an optional extra: asking for it without the package is refused before anything starts.
 """
 
 from __future__ import annotations
@@ -27,13 +25,10 @@ _TEXT = Text("a string", optional=True)
 
 @dataclass(frozen=True)
 class WandbSettings(Settings):
-    """Attributes (IsaacGymEnvs' top-level keys without the ``wandb_`` prefix):
-    activate: log the run (GMI 0 only): TensorBoard scalars synced, the run config logged.
-    group, name, entity, project: the wandb run's group, display name, entity and project
-        (no group / entity: wandb's defaults; no name: the experiment's).
-    tags: the run's tags.
-    logcode_dir: a folder whose code is logged with the run (none: no code).
-    """
+    """IsaacGymEnvs' ``wandb_*`` keys: ``activate`` logs the run from GMI 0 (TensorBoard
+    scalars synced, the run config logged); the run's ``group``, ``name`` (none: the
+    experiment's), ``entity``, ``project`` and ``tags``; ``logcode_dir``: a folder whose code is
+    logged with the run."""
 
     activate: bool = setting(False, FLAG, key="wandb_activate")
     group: str | None = setting(None, _TEXT, key="wandb_group")

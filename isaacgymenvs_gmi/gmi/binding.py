@@ -1,8 +1,5 @@
-"""Binding a GMI process to its slice of the node, before the simulator, JAX or CUDA start.
-
-The CPU affinity (its own core set), thread pools sized to it (torch, OpenMP, XLA; MuJoCo's pool
-follows the affinity), and on a GPU the visible device, the MPS thread percentage and a JAX
-memory share.
+"""Binding a GMI process to its slice of the node, before the simulator, JAX or CUDA start: CPU
+affinity, thread pools sized to it, and on a GPU the visible device, MPS SM share and JAX memory.
 """
 
 from __future__ import annotations
@@ -49,16 +46,12 @@ class GmiResources:
 
 
 def unbound(plan: RunPlan) -> GmiResources:
-    """The resources of a run in one process, which keeps the process as it is: every core it
-    may use and the devices the config names."""
+    """The resources of a run in one process, left as it is: every usable core, the config's
+    devices."""
+    cores = tuple(usable_cores())
+    sim = plan.sim
     return GmiResources(
-        place=plan.layout.place(0),
-        cores=tuple(usable_cores()),
-        threads=len(usable_cores()),
-        sim_device=plan.sim.sim_device,
-        rl_device=plan.sim.rl_device,
-        sm_percent=None,
-        memory_fraction=None,
+        plan.layout.place(0), cores, len(cores), sim.sim_device, sim.rl_device, None, None
     )
 
 
@@ -101,9 +94,8 @@ def core_set(plan: RunPlan, place: GmiPlace) -> tuple[list[int], int]:
 
 
 def own_cores(plan: RunPlan, node: int) -> list[int]:
-    """Per device of ``node``: how many of its first GMIs keep cores of their own when GMIs
-    outnumber cores (the plan's ``pinned`` GMIs, e.g. async trainers, which every actor waits
-    on; [] where none is on this node: its GMIs are peers)."""
+    """Per device of ``node``: how many of its first GMIs (the plan's ``pinned`` ones, e.g. async
+    trainers) keep cores of their own when GMIs outnumber cores; [] where none is on ``node``."""
     places = [plan.layout.place(g) for g in plan.terms.pinned]
     here = [p for p in places if p.node == node]
     if not here:

@@ -1,12 +1,8 @@
-"""The GMIs of a device compile their programs once: the first that builds an env builds a
-throwaway one and runs what training runs (every program compiled and written to the compile
-cache), then opens the gate; the others wait for it before building theirs, and load every
-program from the cache.
-
-Only where it helps and cannot hang: a compile cache is set, the device has several GMIs that
-build envs (every GMI in sync and serve mode, the actors in async mode), and they were started
-by this run's launcher (their scratch folders share a parent, where the gate is a file). A GMI
-that waits longer than the start-up timeout goes on and compiles for itself.
+"""The GMIs of a device compile their programs once: the first that builds an env compiles
+everything on a throwaway one (into the compile cache) and opens the gate; the others wait, then
+load from the cache. Only with a compile cache, several env-building GMIs on the device and our
+launcher (the gate is a file beside their scratch folders); a GMI waiting longer than the
+start-up timeout compiles for itself.
 """
 
 from __future__ import annotations
@@ -66,10 +62,9 @@ class CompileGate:
 def compile_once_per_device(
     ctx: GmiContext, build, builders: Collection[int] | None = None
 ) -> None:
-    """Call before building this GMI's env: the device's first GMI of ``builders`` (the GMIs
-    that build envs; None: all) compiles every program on a throwaway env from ``build()`` (then
-    discarded) and opens the gate; the others wait for it. Any body that builds envs in several
-    GMIs of a device can use it."""
+    """Call before building this GMI's env: the device's first GMI of ``builders`` (None: all)
+    compiles every program on a throwaway env from ``build()`` and opens the gate; the others
+    wait for it."""
     gate = CompileGate.of(ctx, builders)
     if gate is None:
         return

@@ -19,27 +19,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class GmiContext:
-    """One GMI's view of the run.
+    """One GMI's view of the run (``group``, ``scratch_dir``: None in a run of one process).
 
-    Attributes:
-        plan: the validated run, identical on every GMI.
-        resources: cores and devices this GMI was given.
-        group: the other GMIs, or None for a run in one process (no GMIs to talk to).
-        scratch_dir: a private folder, removed at exit, for side files of this GMI (rl-games
-            insists on a run folder; GMIs other than 0 write theirs here); None in one process.
-        before_epoch: hook the body calls with each epoch about to start (fault injection).
-        should_stop: called by the body at every epoch boundary (on every GMI, in step: with a
-            group it is a collective); returns the stop signal the run received (then the body
-            ends the run there, GMI 0 with a final checkpoint) or None to go on.
-        stop_signal: the stop signal this process received, or None; no collective (for
-            bodies whose GMIs do not move in step, e.g. async actors and trainers).
+    ``scratch_dir``: a private folder removed at exit (rl-games' run folder for GMIs but 0).
+    ``should_stop``: called at every epoch boundary, in step on every GMI (a collective with a
+    group): the stop signal the run received (end there, GMI 0 checkpoints) or None.
+    ``stop_signal``: this process's stop signal, no collective (GMIs not in step: async).
     """
 
     plan: RunPlan
     resources: GmiResources
     group: GmiGroup | None = None
     scratch_dir: str | None = None
-    before_epoch: EpochHook = no_fault
+    before_epoch: EpochHook = no_fault  # called with each epoch about to start (fault injection)
     should_stop: StopCheck = never_stop
     stop_signal: StopCheck = never_stop
 

@@ -1,12 +1,8 @@
-"""Testing aid: make one GMI crash, hang or corrupt its gradients at a chosen epoch, to exercise
-fault handling and the numerical audit.
-
-Asked for through the environment,
-``ISAACGYMENVS_GMI_FAULT="<gmi id>:<crash|hang|corrupt>:<epoch>"``. The GMI entry turns a crash
-or a hang into an epoch hook that the mode's body calls at the start of each epoch (an actor's
-epoch is a chunk of experience); a learner applies ``corrupt`` (:func:`gradient_hook`) to its
-gradients before they are reduced, in every minibatch of that epoch: a silent error of a few
-percent, as a faulty GEMM would make.
+"""Testing aid: make one GMI crash, hang or corrupt its gradients at a chosen epoch
+(``ISAACGYMENVS_GMI_FAULT="<gmi id>:<crash|hang|corrupt>:<epoch>"``). Crash and hang fire from
+the epoch hook (an actor's epoch is a chunk of experience); ``corrupt`` (:func:`gradient_hook`)
+scales a learner's gradients by a few percent before reduction in every minibatch of that epoch,
+as a faulty GEMM would.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """One GMI process as its launcher sees it: its report, its state, how it ended, and why.
 
-What ended a failed run is said cause first: the GMIs that failed on their own (crashed, killed
-from outside, or stopped by a signal and killed for it), in the order the launcher saw them
-fail, and only then the ones whose error is a consequence (a collective that timed out waiting
-for a peer), however low their rank.
+A failed run is described cause first: GMIs that failed on their own, in the order seen, then
+those whose error is a consequence (a collective timed out waiting for a peer), whatever rank.
 """
 
 from __future__ import annotations
@@ -73,11 +71,8 @@ class GmiProcess:
     @property
     def consequence(self) -> bool:
         """Its error is that a peer did not show up: a symptom of another GMI's failure."""
-        return (
-            self.message is not None
-            and self.message[0] == "error"
-            and (self.message[1].startswith(PEER_TIMEOUT))
-        )
+        message = self.message
+        return message is not None and message[0] == "error" and message[1].startswith(PEER_TIMEOUT)
 
     def kill(self, verdict: str | None = None) -> None:
         """SIGKILL it (if alive) and reap it; ``verdict``: why, when it is the GMI's doing."""

@@ -1,15 +1,9 @@
 """Which CUDA libraries a GMI runs on, said once its frameworks are on the GPU.
 
-glibc loads one copy of a library per SONAME, so the first ``libcublas``/``libcublasLt`` loaded
-serves both torch and JAX, and the import order decides which (pytorch#174320,
-jax-ml/jax#18032); two copies of one library under different names can both be mapped, each
-framework calling its own. Under an MPS thread-percentage cap each framework also sees fewer
-SMs than the card has. A GMI's line says, from ``/proc/self/maps`` and the frameworks:
-
-- every mapped copy of the CUDA libraries below, its path and version;
-- torch's and JAX's CUDA versions, and the SMs each sees;
-
-and warns when one library is mapped from two files.
+glibc loads one copy per SONAME, so import order decides which ``libcublas`` torch and JAX share
+(pytorch#174320, jax-ml/jax#18032), while copies under different names can both be mapped. A
+GMI's line gives every mapped copy of :data:`LIBRARIES` (path, version, from
+``/proc/self/maps``) and what torch and JAX see (CUDA version, SMs); two copies are warned of.
 """
 
 from __future__ import annotations
@@ -109,12 +103,7 @@ def _frameworks(torch_device) -> dict[str, str]:
 def gpu_identity(torch_device, maps: Path = Path("/proc/self/maps")) -> GpuIdentity:
     """This process's CUDA libraries and what torch (on ``torch_device``) and JAX see."""
     copies = mapped_libraries(maps.read_text())
-    versions = {}
-    for lib, files in copies.items():
-        for f in files:
-            v = _library_version(lib, f)
-            if v:
-                versions[f] = v
+    versions = {f: v for lib, fs in copies.items() for f in fs if (v := _library_version(lib, f))}
     return GpuIdentity(copies, versions, _frameworks(torch_device))
 
 

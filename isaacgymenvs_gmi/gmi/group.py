@@ -1,9 +1,7 @@
 """The collectives every GMI mode needs to stay consistent (gloo; tensors on the host).
 
-Start-up waits for every GMI (building envs and compiling can take a while) with a long,
-monitored barrier; steady-state collectives run under the process group's short timeout,
-through a :class:`CollectiveGuard` that names a missing GMI. Mode-specific exchanges (gradient
-averaging, experience channels) are built by the mode's body on top of this group.
+Start-up waits with a long, monitored barrier; steady-state collectives run under the group's
+short timeout through a :class:`CollectiveGuard` that names a missing GMI.
 """
 
 from __future__ import annotations
@@ -54,9 +52,8 @@ class GmiGroup:
         return self.guard.timeout_s
 
     def leading(self, k: int, name: str) -> GmiGroup | None:
-        """The group of GMIs ``0 .. k-1`` (their ids stay their ranks in it), for this GMI if
-        it is one of them, else None. Collective: every GMI of this group calls it, in the
-        same order as any other group creation. ``name`` tells its progress records apart."""
+        """The group of GMIs ``0 .. k-1`` (same ranks) for a member, else None. Collective, in
+        the same order as any other group creation; ``name`` tells its progress records apart."""
         timeout = timedelta(seconds=self.timeout_s)
         handle = dist.new_group(list(range(k)), timeout=timeout)
         if self.rank >= k:
@@ -75,9 +72,8 @@ class GmiGroup:
 
     # --- start-up ----------------------------------------------------------------------------
     def check_pools(self, **more: int | None) -> None:
-        """Assert from inside that this GMI's thread pools match its core set, or its share of
-        the cores when GMIs share them (a pool sized to the whole machine makes co-located GMIs
-        spin against each other)."""
+        """Raise unless this GMI's thread pools match its core set (or its share of the cores):
+        a pool sized to the whole machine makes co-located GMIs spin against each other."""
         cores = sorted(os.sched_getaffinity(0))
         want = len(cores) if self.threads is None else self.threads
         pools = {"torch": torch.get_num_threads(), "xla": _xla_threads(), **more}
@@ -110,9 +106,8 @@ class GmiGroup:
         unflatten(flat, [module])
 
     def check_same(self, replicas: list, what: str) -> None:
-        """Raise unless every GMI holds bit-identical ``replicas``: modules (weights and
-        normaliser statistics), optimizers and gradient scalers (their state): the replica
-        fingerprint check. GMI 0 says each fingerprint, labelled (:func:`replica_names`)."""
+        """Raise unless every GMI holds bit-identical ``replicas`` (modules, optimizers, gradient
+        scalers); GMI 0 says each fingerprint, labelled (:func:`replica_names`)."""
         names = replica_names(replicas)
         mine = torch.stack([fingerprint(m) for m in replicas])  # (replicas, 2)
         prints = self.all_gather_vector(mine, what + " fingerprint")  # (GMIs, replicas, 2)
@@ -156,9 +151,8 @@ class GmiGroup:
 
 
 def fingerprint(replica) -> torch.Tensor:
-    """(2,) int64: a 128-bit hash of a replica's state, equal only if bit-identical (up to hash
-    collisions). A module: every parameter and buffer, in order; anything else with a
-    ``state_dict`` (an optimizer, a gradient scaler): every tensor and number in it."""
+    """(2,) int64: a 128-bit hash of a replica's state (a module's parameters and buffers, in
+    order; else every tensor and value of its ``state_dict``), equal only if bit-identical."""
     digest = hashlib.blake2b(digest_size=16)
     if isinstance(replica, torch.nn.Module):
         for t in (*replica.parameters(), *replica.buffers()):
@@ -199,17 +193,10 @@ REPLICA_LABELS = {  # type name -> label, for the state a learner replicates bes
 
 
 def replica_names(replicas: list) -> list[str]:
-    """Labels for the fingerprints of a learner's replicated state, in the order
-    ``ReplicatedPpo.replicas()`` gives it: ``model`` (the actor-critic network with its
-    normalisers), ``critic`` (rl-games' central value net), ``optimizer``, ``grad scaler``,
-    else ``module<i>``."""
-    names = []
-    for i, r in enumerate(replicas):
-        kind = type(r).__name__
-        if kind in REPLICA_LABELS:
-            names.append(REPLICA_LABELS[kind])
-        elif isinstance(r, torch.optim.Optimizer):
-            names.append("optimizer")
-        else:
-            names.append("model" if i == 0 else f"module{i}")
-    return names
+    """Labels for the fingerprints of ``ReplicatedPpo.replicas()``: ``model`` (the first),
+    ``critic``, ``optimizer``, ``grad scaler``, else ``module<i>``."""
+    return [
+        REPLICA_LABELS.get(type(r).__name__)
+        or ("optimizer" if isinstance(r, torch.optim.Optimizer) else f"module{i}" if i else "model")
+        for i, r in enumerate(replicas)
+    ]

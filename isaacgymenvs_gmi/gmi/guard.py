@@ -1,9 +1,8 @@
 """Collectives that, when they time out, say which GMI did not show up (a stall inspector).
 
-Every GMI records in the rendezvous store how many collectives it has entered, and where it runs
-(host and pid). When one times out, the others' counters tell who is behind, and the error names
-them instead of reporting a bare transport timeout; a GMI of this host that reached the
-collective and was then stopped by a signal (or exited) is named too.
+Every GMI records in the store how many collectives it has entered and its host:pid; on a
+timeout the others' counters name who is behind, and a local GMI that reached the collective
+and then stopped or exited is named too.
 """
 
 from __future__ import annotations
@@ -31,8 +30,9 @@ class GmiTimeoutError(RuntimeError):
 
 
 class CollectiveGuard:
-    """Runs this GMI's collectives; ``store`` is shared by all GMIs. ``key``: where each
-    member records its progress (a subgroup's guard has its own)."""
+    """Runs this GMI's collectives; ``store`` is shared by all GMIs, ``key`` (a format string
+    of the rank) is where each records its progress; ``after`` runs once each collective has
+    returned (``gmi.debug.sync`` waits for the device there)."""
 
     def __init__(
         self,
@@ -43,8 +43,6 @@ class CollectiveGuard:
         key: str = KEY,
         after: Callable[[], None] | None = None,
     ):
-        """``after``: called once each collective has returned (``gmi.debug.sync`` waits for
-        the device there)."""
         self.store, self.rank, self.world_size = store, rank, world_size
         self.timeout_s, self.key, self.after = timeout_s, key, after
         self.count = 0

@@ -1,10 +1,6 @@
 """Whether a process is running, stopped, a zombie or gone: the one place that reads
-``/proc/<pid>/stat``.
-
-The state is the first field after the command name, and the name (up to 15 bytes, chosen by
-the process) may hold spaces and parentheses, so the line is split at its last ``)``. Where the
-file cannot be read (no ``/proc``, or a process hidden from this user) ``os.kill(pid, 0)``
-decides between running and gone; a process we may not signal exists, so it counts as running.
+``/proc/<pid>/stat`` (split at its last ``)``: the command name may hold spaces and parentheses).
+Where it cannot be read, ``os.kill(pid, 0)`` decides between running and gone.
 """
 
 from __future__ import annotations
@@ -24,9 +20,8 @@ _STATES: dict[int, ProcessState] = {
 
 
 def process_state(pid: int, proc: Path = PROC) -> ProcessState:
-    """The state of process ``pid``: ``"running"`` (any state that can still run: running,
-    sleeping, in disk wait, ...), ``"stopped"`` (``SIGSTOP`` or a tracer), ``"zombie"`` (exited,
-    not reaped) or ``"gone"``. A pid of 0 or below names no single process: ``"gone"``."""
+    """``"running"`` (any state that can still run), ``"stopped"`` (``SIGSTOP`` or a tracer),
+    ``"zombie"`` (exited, not reaped) or ``"gone"`` (also for a pid <= 0)."""
     if pid <= 0:
         return "gone"
     fields = stat_fields(pid, proc)

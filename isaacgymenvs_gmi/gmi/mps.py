@@ -1,16 +1,10 @@
 """The NVIDIA MPS control daemon for GMIs that share a GPU as MPS clients.
 
-If a daemon already serves this user (its pipe directory answers), GMIs use it. Otherwise we start
-one with private, 0700 pipe and log directories, point the GMIs at it through
-CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY, and always stop it on the way out.
-Never changes the GPU's compute mode. :func:`client_environment` is what each client of ours
-starts with.
-
-"Always" includes deaths no ``finally`` sees (SIGKILL, the OOM killer, a SIGTERM to a process
-without a handler): the daemon is its own session and outlives us, so a small watcher in a session
-of its own holds the read end of a pipe only we write to, and on EOF (however we ended) stops the
-daemon and removes its folders. On a normal exit we stop the daemon first and the watcher finds
-nothing left to do.
+A daemon already serving this user is used; else we start one with private 0700 pipe and log
+directories (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY) and always stop it, never
+changing the GPU's compute mode. "Always" includes deaths no ``finally`` sees (SIGKILL, OOM): a
+watcher in its own session reads a pipe only we write to and, on EOF, stops the daemon and
+removes its folders.
 """
 
 from __future__ import annotations
@@ -26,16 +20,15 @@ from collections.abc import Iterator
 log = logging.getLogger(__name__)
 CONTROL = "nvidia-cuda-mps-control"
 DEFAULT_PIPE_DIR = "/tmp/nvidia-mps"
-# torch's addmm (a Linear with bias) through cuBLASLt's fused-bias GEMM gave non-finite bf16
-# outputs in every capped MPS client of a 3-GMI Ant run, from the first minibatch, with finite
-# weights and inputs; the same product recomputed eagerly was finite, and through cuBLAS (this
-# setting) the run trains (H100, torch 2.11 + CUDA 13: bench/results/gpu_h100/cublaslt/).
+# torch's addmm through cuBLASLt's fused-bias GEMM gave non-finite bf16 outputs from finite
+# inputs in capped MPS clients; through cuBLAS (this setting) the run trains (H100, torch 2.11 +
+# CUDA 13: bench/results/gpu_h100/cublaslt/).
 ADDMM_LT_OFF = "DISABLE_ADDMM_CUDA_LT"
 
 
 def client_environment(sm_percent: float | None) -> dict[str, str]:
-    """The variables an MPS client of ours needs before CUDA starts: its share of the SMs (None:
-    uncapped) and torch's addmm kept off cuBLASLt, unless the user's environment sets that."""
+    """Variables an MPS client needs before CUDA starts: its SM share (None: uncapped) and
+    addmm off cuBLASLt (unless the user's environment sets that)."""
     env = {ADDMM_LT_OFF: os.environ.get(ADDMM_LT_OFF, "1")}
     if sm_percent is not None:
         env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{sm_percent:g}"

@@ -1,15 +1,8 @@
-"""Where the GMIs of a run on one node meet: files in the run's private folder, no socket.
+"""Where the GMIs of a run on one node meet: files in the run's private 0700 folder, no socket.
 
-The folder (mode 0700, inside the launcher's private temp folder) holds
-
-- ``pg``: torch's ``FileStore`` for the process group's own keys (gloo's address exchange and
-  barriers), opened by every GMI;
-- ``keys/``: a :class:`~isaacgymenvs_gmi.comm.folder_store.FolderStore` for the runtime's keys
-  (progress records, transport set-up), whose values are also signed with the run's secret.
-
-Only the run's user can open either: another local user can neither find nor write the
-rendezvous, torch's keys included. (``torchrun`` brings its own TCP store instead; see
-:func:`~.worker.gmi_main`.)
+It holds ``pg``, torch's ``FileStore`` for the process group's own keys, and ``keys/``, a signed
+:class:`~isaacgymenvs_gmi.comm.folder_store.FolderStore` for the runtime's keys. (``torchrun``
+brings its own TCP store: :func:`~.worker.gmi_main`.)
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Each run's private temp folder: where its GMIs' scratch folders and every temp file of the run
-(``TMPDIR``, torch's caches) go, removed when the run ends however it ends.
-
-Only a launcher killed by SIGKILL cannot remove its folder; the folder's name carries the
-launcher's pid, so the next run on the machine removes folders whose launcher is gone.
+"""Each run's private temp folder (GMIs' scratch folders, ``TMPDIR``, torch's caches), removed
+when the run ends; its name carries the launcher's pid, so a later run removes it if a SIGKILL
+left it behind.
 """
 
 from __future__ import annotations

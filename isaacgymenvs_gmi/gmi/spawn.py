@@ -1,17 +1,10 @@
 """Spawn a run's GMIs on this node and watch them until they finish.
 
-The launcher owns everything a run leaves open, and closes it whatever happens:
-
-- a private temp folder (every GMI's scratch folder, ``TMPDIR`` and the rendezvous: files only
-  the run's user can open, no socket, :mod:`.rendezvous`), removed at the end;
-- a per-run secret that signs what GMIs publish in the rendezvous, handed to each GMI through the
-  spawn pipe (:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`);
-- the GMI processes, forked from the launcher where that is safe (no thread a fork would break
-  runs in it) and spawned otherwise
-  (:mod:`.start_method`), watched by :class:`~.supervise.Supervisor`; an MPS daemon the launch
-  had to start is stopped.
-
-GMI sockets (gloo, NCCL's bootstrap) use the loopback interface.
+The launcher owns, and closes whatever happens: a private temp folder (scratch folders,
+``TMPDIR``, the :mod:`.rendezvous`), a per-run secret handed to each GMI through the spawn pipe
+(:class:`~isaacgymenvs_gmi.comm.signed_store.SignedStore`), the GMI processes (:mod:`.start_method`,
+watched by :class:`~.supervise.Supervisor`) and any MPS daemon it started. GMI sockets use
+loopback.
 """
 
 from __future__ import annotations
@@ -44,8 +37,8 @@ __all__ = ["GmiFailure", "GmiInterrupted", "spawn_gmis"]
 
 
 def gmi_environment(scratch_root: str) -> dict[str, str]:
-    """Variables every spawned GMI sets: loopback sockets for gloo and NCCL (unless the user
-    chose interfaces), temp files in the run's private folder."""
+    """Variables every spawned GMI sets: loopback sockets (unless the user chose interfaces),
+    ``TMPDIR`` in the run's private folder."""
     keys = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
     chosen = {k: os.environ[k] for k in keys if os.environ.get(k)}
     return {**loopback_sockets(), **chosen, "TMPDIR": scratch_root}

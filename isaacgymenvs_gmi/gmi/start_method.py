@@ -1,16 +1,9 @@
 """How the launcher starts its GMIs: by forking itself where that is safe, else by spawning.
 
-A forked GMI starts with everything the launcher has imported (torch, JAX, MuJoCo, rl-games:
-seconds per GMI on a small machine); a spawned one imports it all again. A fork copies only the
-calling thread, and a lock another thread holds stays locked in the child, so the launcher forks
-only while nothing but fork-aware pools run beside its main thread: no other Python thread, no
-JAX backend (its thread pools), no CUDA (a driver started before a fork is unusable in the
-child), and no native thread started since the imports (an OpenGL renderer's, say). numpy's
-BLAS pool, started when numpy is imported, may run: it stops itself around a fork, which is what
-lets PyTorch's data loaders fork too. The launcher keeps JAX and CUDA unstarted on machines
-where nothing installed could use a GPU (platform detection, the task checks); runs on a GPU,
-with ``gmi.start=spawn``, or whose checks started threads (a video run tries its renderer
-first), spawn.
+A forked GMI skips re-importing torch, JAX, MuJoCo and rl-games (seconds each). A fork copies
+only the calling thread (a lock another thread holds stays locked), so the launcher forks only
+while no other Python thread, JAX backend, CUDA or native thread started since the imports
+runs. numpy's BLAS pool may: it stops itself around a fork.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ __all__ = ["end_live", "gpu_stats", "say", "show_live"]
 
 
 def say(line: str) -> None:
-    """One status line from a GMI, in a single write (GMIs share the launcher's stdout; one
-    write of less than PIPE_BUF bytes is never interleaved with another process's)."""
+    """One status line from a GMI in a single write (under PIPE_BUF bytes: never interleaved
+    with another GMI's on the shared stdout)."""
     end_live()
     sys.stdout.flush()
     os.write(sys.stdout.fileno(), (line + "\n").encode())

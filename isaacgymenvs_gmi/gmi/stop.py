@@ -1,20 +1,12 @@
-"""Graceful stop: Ctrl-C, SIGTERM or SIGHUP (the terminal closed) ends a run at the next epoch
-boundary with a checkpoint. A run started under ``nohup`` (SIGHUP ignored) keeps ignoring it.
+"""Graceful stop: Ctrl-C, SIGTERM or SIGHUP (unless ignored, as under ``nohup``) ends a run at
+the next epoch boundary with a checkpoint and exit code ``128 + signal``.
 
-A GMI never stops on its own when asked: it records the first stop signal (:class:`StopRequest`)
-and the body asks, at each epoch boundary, whether any GMI was asked (one tiny collective, so
-every GMI stops after the same epoch). GMI 0 then writes the final checkpoint and the run exits
-with ``128 + signal`` (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
-
-A second signal stops at once: the launcher of spawned GMIs kills them (their own handlers never
-exit, because a Ctrl-C in a terminal reaches every process of the group); a run in one process
-raises :class:`StopNow` from the handler.
-
-Before any of that, from the first line of the command (imports, config, checks), the launcher's
-:data:`STARTUP` records a stop signal instead of letting it raise wherever the interpreter is: the
-run is then not started, and a second signal leaves at once (nothing is running yet). GMIs are
-started with the stop signals held back (:func:`stop_signals_held`) and take them once their own
-handler is in place, so a Ctrl-C during a GMI's start-up is never a traceback either.
+Each GMI records the first stop signal (:class:`StopRequest`); at each epoch boundary the body
+asks whether any GMI was asked (one tiny collective, so all stop after the same epoch). A second
+signal stops at once: the launcher kills spawned GMIs (their handlers never exit); a run in one
+process raises :class:`StopNow`. During start-up :data:`STARTUP` records a signal instead of
+raising, and GMIs start with stop signals held back (:func:`stop_signals_held`) until their
+handlers are in place.
 """
 
 from __future__ import annotations
@@ -92,11 +84,10 @@ STARTUP = StartupStop()  # installed by the command line; adopted by the run's o
 
 @contextlib.contextmanager
 def stop_signals_held() -> Iterator[None]:
-    """Hold the stop signals back meanwhile: here they are blocked (and delivered when this
-    ends); a process started meanwhile starts with them ignored (a spawned one: exec resets
-    handlers but keeps an ignored signal ignored) and blocked (a forked one), until its own
-    handlers are in place (:meth:`StopRequest.install`, then :func:`unblock_stop_signals`).
-    A signal it missed meanwhile is forwarded again by its launcher."""
+    """Hold the stop signals back meanwhile: blocked here (delivered when this ends); a process
+    started meanwhile starts with them ignored (exec keeps that) and blocked (fork), until its
+    handlers are in place (:meth:`StopRequest.install`, :func:`unblock_stop_signals`); its
+    launcher forwards a missed signal again."""
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals_to_catch()}
     try:
@@ -108,9 +99,8 @@ def stop_signals_held() -> Iterator[None]:
 
 
 def ignore_stop_signals() -> None:
-    """Ignore stop signals from now to this process's exit: its work is done and reported, and
-    the interpreter's shutdown would otherwise put their default action back and die of a
-    late Ctrl-C."""
+    """Ignore stop signals until exit (work done and reported): else the interpreter's shutdown
+    would restore their default action and die of a late Ctrl-C."""
     for sig in signals_to_catch():
         signal.signal(sig, signal.SIG_IGN)
 
@@ -121,13 +111,10 @@ def unblock_stop_signals() -> None:
 
 
 class StopRequest:
-    """Records the first stop signal this process receives.
-
-    ``second_stops_now``: a further signal raises :class:`StopNow` (a run in one process, which
-    also says on stderr that it is stopping); otherwise further signals are ignored (a spawned
-    GMI: its launcher decides and speaks). ``signals``: the ones to take over (a spawned GMI
-    takes its launcher's list: it starts with them all ignored, see :func:`stop_signals_held`).
-    """
+    """Records the first stop signal this process receives. ``second_stops_now``: a further
+    signal raises :class:`StopNow` and the first is announced (a run in one process); else
+    further ones are ignored (a spawned GMI). ``signals``: those to take over (a spawned GMI
+    takes its launcher's list, having started with them all ignored)."""
 
     def __init__(self, *, second_stops_now: bool, signals: Sequence[signal.Signals] | None = None):
         self.signum: int | None = None
@@ -136,8 +123,7 @@ class StopRequest:
         self._previous: dict[int, object] = {}
 
     def install(self) -> StopRequest:
-        """Take the stop signals over (one the launcher received while starting counts as the
-        first)."""
+        """Take the stop signals over (one received during start-up counts as the first)."""
         for sig in signals_to_catch() if self.signals is None else self.signals:
             self._previous[sig] = signal.signal(sig, self._handle)
         self.signum = self.signum or STARTUP.signum

@@ -1,12 +1,8 @@
 """Watch a node's GMI processes: results, failures, stop signals; leave none behind.
 
-The first GMI to fail is reported when it is detected (one line, then its traceback; the cause
-before its consequences, :mod:`.gmi_process`), the others get ``grace_s`` seconds
-to exit on their own (they notice a dead peer in their next collective) and are then killed; a
-stopped (``SIGSTOP``) or hung GMI is killed at once. A GMI stopped by a signal for
-``gmi.timeout_s`` is killed and counts as failed, and no wait is unbounded. A first stop signal
-(SIGINT, SIGTERM, SIGHUP) to the launcher is forwarded to every GMI (they agree to stop at the
-next epoch boundary, see :mod:`.stop`); a second kills them all.
+The first GMI to fail is reported at once (cause before consequences, :mod:`.gmi_process`); the
+others get ``grace_s`` to exit, then are killed (a stopped one at once). No wait is unbounded. A
+first stop signal to the launcher is forwarded to every GMI (:mod:`.stop`); a second kills all.
 """
 
 from __future__ import annotations
@@ -71,14 +67,11 @@ class LauncherSignals:
 
 
 class Supervisor:
-    """Waits for every GMI of a node (:meth:`run`). A failed GMI the mode's ``terms`` call
-    expendable (async actors, PBT members: nothing waits on them in a collective) is reported
-    and the run goes on; below ``terms.min_alive`` of them the others are asked to stop
-    gracefully (as by SIGTERM) and the run ends with :class:`GmiFailure`. Every wait is bounded
-    by ``stall_s`` (``gmi.timeout_s``): a GMI stopped by a signal (SIGSTOP) that long (twice
-    that for one that is not expendable) is killed and counts as failed (expendable ones are
-    dropped like dead ones); expendable GMIs still running that long after the others finished
-    are killed and named."""
+    """Waits for every GMI of a node (:meth:`run`). A failed GMI that ``terms`` call expendable
+    (async actors, PBT members) is reported and the run goes on; below ``terms.min_alive`` the
+    others are stopped as by SIGTERM and the run ends with :class:`GmiFailure`. ``stall_s``
+    (``gmi.timeout_s``) bounds every wait: a GMI stopped by a signal that long (twice, if not
+    expendable), or an expendable one still running that long after the others, is killed."""
 
     def __init__(
         self,
@@ -97,8 +90,7 @@ class Supervisor:
         self.finished_at: float | None = None  # when all but expendable GMIs exited cleanly
 
     def run(self) -> Any:
-        """The result of GMI 0 (of the first GMI still alive, where GMI 0 is expendable and was
-        lost).
+        """The result of GMI 0 (or of the first alive, where an expendable GMI 0 was lost).
 
         Raises:
             GmiFailure: a GMI failed (after the others were stopped).
@@ -200,10 +192,8 @@ class Supervisor:
 def _kill_stalled(
     gmis: list[GmiProcess], now: float, stall_s: float, expendable: frozenset[int]
 ) -> None:
-    """Kill GMIs stopped by a signal (state T) too long: they cannot go on or exit. An
-    expendable one after ``stall_s`` (nothing waits for it in a collective); any other after
-    twice that, so that its peers, whose collectives time out after ``stall_s``, name it first
-    where they can."""
+    """Kill GMIs stopped by a signal (state T) too long: an expendable one after ``stall_s``,
+    any other after twice that, so that its peers' collective timeouts name it first."""
     for gmi in gmis:
         if not gmi.alive:
             continue
@@ -218,8 +208,7 @@ def _kill_stalled(
 
 def _forward(gmis: list[GmiProcess], signum: int, forwarded: dict[int, float]) -> None:
     """Send ``signum`` to every live GMI that has not reported, again every
-    :data:`FORWARD_AGAIN_S`: one still starting ignores it until its handlers are in place
-    (:func:`~.stop.stop_signals_held`); a GMI takes only the first."""
+    :data:`FORWARD_AGAIN_S` (one still starting ignores it, :func:`~.stop.stop_signals_held`)."""
     now = time.monotonic()
     for gmi in gmis:
         last = forwarded.get(gmi.rank)
@@ -237,8 +226,8 @@ def _report(first: GmiProcess) -> None:
 
 
 def _teardown(gmis: list[GmiProcess], grace_s: float) -> None:
-    """Let the others exit on their own for up to ``grace_s`` (stopped ones are killed at once,
-    and named as stopped), then kill the rest."""
+    """Let the GMIs exit on their own for up to ``grace_s`` (stopped ones are killed at once),
+    then kill the rest."""
     deadline = time.monotonic() + grace_s
     while any(g.alive for g in gmis) and time.monotonic() < deadline:
         for gmi in gmis:

@@ -1,9 +1,6 @@
 """Entry of every GMI: bind this process to its slice of the node, join the other GMIs, and run
-the body of the plan's mode.
-
-:func:`spawned_gmi_main` is a GMI our launcher spawned (:mod:`.spawn`); :func:`gmi_main` is a rank
-``torchrun`` started; :func:`run_in_process` runs the same body in this process when the run has
-a single GMI. The body is passed in (the launcher picks it by mode), so this layer knows no mode.
+the body the launcher picked for the plan's mode: :func:`spawned_gmi_main` (spawned by
+:mod:`.spawn`), :func:`gmi_main` (a ``torchrun`` rank), :func:`run_in_process` (a single GMI).
 """
 
 from __future__ import annotations
@@ -41,26 +38,14 @@ STARTUP_TIMEOUT_FACTOR = 10  # start-up (env building, compiling) may take this 
 
 @dataclass(frozen=True)
 class SpawnedLaunch:
-    """What the launcher hands each GMI it spawns (through the spawn pipe, not the command line
-    or the store).
-
-    Attributes:
-        world_size: GMIs in the run.
-        rendezvous: the run's rendezvous folder (:mod:`.rendezvous`), only the user can open.
-        secret: the run's secret, signing what GMIs publish in the store.
-        scratch_root: the run's private temp folder, removed by the launcher whatever happens;
-            each GMI's scratch folder and temp files go inside it.
-        environ: variables every GMI sets first (socket interfaces, ``TMPDIR``).
-        stop_signals: the stop signals the launcher catches (SIGHUP only where it is not
-            ignored); the GMI starts with them ignored, so it cannot tell by itself.
-    """
+    """What the launcher hands each GMI it spawns, through the spawn pipe."""
 
     world_size: int
-    rendezvous: str
-    secret: bytes
-    scratch_root: str
-    environ: dict[str, str]
-    stop_signals: tuple[int, ...]
+    rendezvous: str  # the run's rendezvous folder (:mod:`.rendezvous`)
+    secret: bytes  # signs what GMIs publish in the store
+    scratch_root: str  # the run's private temp folder: each GMI's scratch folder goes inside
+    environ: dict[str, str]  # set first (socket interfaces, ``TMPDIR``)
+    stop_signals: tuple[int, ...]  # those the launcher catches (the GMI starts with them ignored)
 
 
 def loopback_sockets() -> dict[str, str]:
@@ -78,13 +63,6 @@ def die_with_parent(signum: int) -> None:
     _prctl(1, signum)  # PR_SET_PDEATHSIG
 
 
-def name_process(name: str) -> None:
-    """Name this process (what ``ps -o comm``, ``top`` and ``psutil.Process.name()`` show; at
-    most 15 bytes), so a GMI can be told from its launcher, whose command line it shares when
-    forked."""
-    _prctl(15, name.encode()[:15])  # PR_SET_NAME
-
-
 def _prctl(option: int, value: int | bytes) -> None:
     """Linux's ``prctl``; a no-op where there is none."""
     with contextlib.suppress(OSError, AttributeError):
@@ -92,9 +70,9 @@ def _prctl(option: int, value: int | bytes) -> None:
 
 
 def run_in_process(plan: RunPlan, body: Body) -> Any:
-    """``body`` for a run of one GMI, in this process, unbound and without a group, with its
-    temp files in a folder removed at the end. Training stops gracefully at the first
-    SIGINT, SIGTERM or SIGHUP (a second one raises ``StopNow``); playing stops at once."""
+    """``body`` for a run of one GMI, in this process, unbound, without a group, temp files in a
+    folder removed at the end. Training stops gracefully at the first stop signal (a second
+    raises ``StopNow``); playing stops at once."""
     resources, hook = unbound(plan), epoch_hook(0)
     with private_temp_dir():
         if plan.test:
@@ -119,8 +97,9 @@ def spawned_gmi_main(
     stop = StopRequest(second_stops_now=False, signals=launch.stop_signals).install()
     unblock_stop_signals()  # held back since the launcher started this process
     die_with_parent(signal.SIGKILL)  # no orphan GMI, whatever happens to its launcher
-    name_process(f"gmi-{rank}")
-    _leave_the_launchers_logs()
+    _prctl(15, f"gmi-{rank}".encode()[:15])  # PR_SET_NAME: told from its launcher by ps, top
+    for handler in list(logging.root.handlers):  # the launcher's to write
+        logging.root.removeHandler(handler)
     os.environ.update(launch.environ)
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(launch.world_size))
     tempfile.tempdir = None  # re-read TMPDIR
@@ -144,18 +123,10 @@ def spawned_gmi_main(
 
 
 def _reported() -> None:
-    """This GMI has told its launcher how it ended; only the interpreter's shutdown is left.
-    A late Ctrl-C must not kill it, and library threads that die as it closes their queues
-    (tensorboardX's writer: "handle is closed") must not print tracebacks after the report."""
+    """This GMI has reported how it ended: a late Ctrl-C must not kill it, nor library threads
+    dying at shutdown (tensorboardX's writer: "handle is closed") print tracebacks."""
     ignore_stop_signals()
     threading.excepthook = lambda args: None
-
-
-def _leave_the_launchers_logs() -> None:
-    """A forked GMI lets go of the log handlers it inherited (their buffers are the launcher's
-    to write; a GMI logs its own way)."""
-    for handler in list(logging.root.handlers):
-        logging.root.removeHandler(handler)
 
 
 def gmi_main(plan: RunPlan, body: Body) -> Any:
@@ -170,9 +141,8 @@ def gmi_main(plan: RunPlan, body: Body) -> Any:
     if master[0] in LOOPBACK_HOSTS:  # a rendezvous on loopback: every GMI is on this host
         for key, value in loopback_sockets().items():
             os.environ.setdefault(key, value)
-    raw = dist.TCPStore(*master, None, False, timeout)
+    group_store = raw = dist.TCPStore(*master, None, False, timeout)
     store: Store = raw
-    group_store = raw
     if os.environ.get(SECRET_ENV):
         store = SignedStore(raw, secret_from_hex(os.environ[SECRET_ENV]))
         group_store = dist.PrefixStore(store.namespace + "pg", raw)  # its keys unnamed too

@@ -1,19 +1,11 @@
 """CPU core sets for GMIs on a machine without a GPU (the ``cpu`` GMI backend).
 
-The cores a node may use are split into ``devices`` virtual devices (contiguous blocks). Within a
-device, two ways (``gmi.cores``):
-
-- ``pinned``: the block is cut into disjoint core sets, one per GMI, each GMI's pools sized to
-  its set. With more GMIs than cores, GMIs share cores round-robin, so some cores carry two GMIs
-  while others carry one; in lockstep training the doubly-loaded GMIs gate the rest. GMIs that
-  must not wait on a shared core (async trainers, the paper's own-slice template) can be given
-  cores of their own first; the other GMIs of the device then share what is left.
-- ``shared``: every GMI of the device may run on the whole block, with every pool sized to its
-  share (cores // GMIs, at least 1) so the device runs about as many threads as it has cores,
-  and the OS balances the GMIs over the cores; waits between GMIs yield the core.
-
-``auto`` chooses ``shared`` when a device has fewer cores than GMIs in sync and serve mode
-(measured: ``bench/gmi_scaling.py``), else ``pinned`` (async trainers keep their own cores).
+A node's usable cores are split into ``devices`` contiguous blocks (virtual devices); within one,
+``gmi.cores`` is ``pinned`` (disjoint core sets per GMI, pools sized to them; with more GMIs than
+cores they share round-robin, but the first ``own`` GMIs, the ones others wait on, can keep cores
+of their own) or ``shared`` (every GMI may run on the whole block, each pool sized to cores //
+GMIs, at least 1, and the OS balances them). ``auto`` chooses ``shared`` when a device has fewer
+cores than GMIs and none keeps its own (measured: ``bench/gmi_scaling.py``), else ``pinned``.
 """
 
 from __future__ import annotations
@@ -28,34 +20,26 @@ def usable_cores() -> list[int]:
 
 
 def _blocks(items: list[int], parts: int, own: int = 0) -> list[list[int]]:
-    """``items`` cut into ``parts`` contiguous blocks whose sizes differ by at most one; with
-    fewer items than parts, the first ``own`` parts get an item each (when that leaves one for
-    the rest) and the other parts repeat the remaining items round-robin, so no block is
-    empty."""
+    """``items`` cut into ``parts`` contiguous blocks of sizes within one; with fewer items than
+    parts, the first ``own`` parts get an item each (if one is left for the rest) and the others
+    repeat the remaining items round-robin."""
+    if not items:
+        raise ValueError("no usable cores")
     if len(items) < parts:
         own = own if own < len(items) else 0
         rest = items[own:]
         return [[items[p]] if p < own else [rest[(p - own) % len(rest)]] for p in range(parts)]
     base, extra = divmod(len(items), parts)
-    out, start = [], 0
-    for p in range(parts):
-        size = base + (p < extra)
-        out.append(items[start : start + size])
-        start += size
-    return out
+    return [
+        items[p * base + min(p, extra) : (p + 1) * base + min(p + 1, extra)] for p in range(parts)
+    ]
 
 
 def split_cores(
     cores: list[int], devices: int, per_device: int, own: Sequence[int] = ()
 ) -> list[list[int]]:
-    """Core set of every GMI on a node, in local-rank order (device-major).
-
-    Args:
-        own: per device, how many of its first GMIs get cores no other GMI shares (missing
-            devices: none).
-    """
-    if not cores:
-        raise ValueError("no usable cores")
+    """Core set of every GMI on a node, in local-rank order (device-major); ``own``: per device,
+    how many of its first GMIs get cores no other GMI shares (missing devices: none)."""
     keep = list(own) + [0] * (devices - len(own))
     return [
         gmi
@@ -66,8 +50,6 @@ def split_cores(
 
 def share_cores(cores: list[int], devices: int, per_device: int) -> list[tuple[list[int], int]]:
     """Per GMI of a node, in local-rank order: (its device's whole block, threads it may run)."""
-    if not cores:
-        raise ValueError("no usable cores")
     return [
         (block, max(1, len(block) // per_device))
         for block in _blocks(cores, devices)

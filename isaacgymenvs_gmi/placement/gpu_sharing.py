@@ -2,9 +2,7 @@
 
 ``cpu``: disjoint core sets. ``mps``: MPS clients with an SM share each. ``mig``: one MIG instance
 per GMI. ``direct``: processes sharing a GPU without isolation (the paper's Fig. 8 baseline).
-``auto``: no GPU -> cpu; GMIs that never talk to each other (serving) with MIG instances present
--> mig; otherwise (training, and
-always on compute capability 7.x, which has no MIG) -> mps.
+``auto``: no GPU -> cpu; independent GMIs (serving) with MIG instances -> mig; otherwise -> mps.
 """
 
 from __future__ import annotations

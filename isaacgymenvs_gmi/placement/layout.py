@@ -1,10 +1,9 @@
 """Where each GMI runs: node, device, slot, and the GMI-to-GPU mapping list (MPL).
 
-GMI ids are global ranks. Ranks fill a node first, then the next node; inside a node, GMIs
-``[d*T, (d+1)*T)`` share local device ``d`` (T = GMIs per device). So for 2 nodes x 2 devices x
-3 GMIs per device, ``MPL = [[0,1,2], [3,4,5], [6,7,8], [9,10,11]]``. The leader of a device (the
-GMI that talks across devices in hierarchical reduction) is its first, in slot 0 (paper,
-Sec. 4.1: ``GMI_id % M == t`` with ``t = 0``).
+GMI ids are global ranks, filling a node before the next; on a node, GMIs ``[d*T, (d+1)*T)``
+share local device ``d``. E.g. 2 nodes x 2 devices x 3 GMIs: ``MPL = [[0,1,2], [3,4,5], [6,7,8],
+[9,10,11]]``. A device's leader (which talks across devices in hierarchical reduction) is its
+slot 0 (paper Sec. 4.1: ``GMI_id % M == t``, ``t = 0``).
 """
 
 from __future__ import annotations
@@ -71,11 +70,8 @@ class GmiLayout:
         )
 
     def first(self, k: int) -> GmiLayout:
-        """The layout of GMIs ``0 .. k-1`` (their ids unchanged): part of the first device when
-        ``k <= per_device``, else whole devices of the first node.
-
-        Raises ValueError when those GMIs would fill part of a device after whole ones, or
-        more than one node."""
+        """The layout of GMIs ``0 .. k-1`` (ids unchanged): part of the first device, or whole
+        devices of the first node (else ValueError)."""
         t = self.per_device
         if not 1 <= k <= self.world_size:
             raise ValueError(f"{k} GMIs is not between 1 and the {self.world_size} of the layout")

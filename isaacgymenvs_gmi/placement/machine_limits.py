@@ -1,14 +1,12 @@
 """Upper bounds from the machine, checked before any GMI starts (pure; facts passed in).
 
-- GMIs per node against cores (a CPU GMI needs a share of a core to make progress: at most
-  :data:`GMIS_PER_CORE` per usable core) and against memory (each GMI process holds torch, JAX,
-  MuJoCo and rl-games: :data:`GMI_BASE_BYTES`, a lower bound of the 474 MB measured for a
-  process with those imported). The MPS client limit is checked with the layout
-  (:mod:`.backends`).
-- Envs against memory: a lower-bound estimate of the bytes one env needs (its MuJoCo state in
-  float64, its observation/action buffers and one rollout's worth of transitions in float32).
+- GMIs per node against cores (at most :data:`GMIS_PER_CORE` per usable core for CPU GMIs) and
+  memory (:data:`GMI_BASE_BYTES` per GMI process, a lower bound of the 474 MB measured with
+  torch, JAX, MuJoCo and rl-games imported).
+- Envs against memory: a lower bound of one env's bytes (float64 MuJoCo state, float32
+  observation/action buffers and one rollout of transitions).
 
-Each error gives the numbers: what was asked, the estimate, what the machine has, and what fits.
+Each error gives what was asked, the estimate, what the machine has, and what fits.
 """
 
 from __future__ import annotations
@@ -25,13 +23,8 @@ MEMORY_SHARE = 0.9  # of the available memory a run may plan to use
 
 @dataclass(frozen=True)
 class EnvFootprint:
-    """What one env holds, per GMI (lower bound).
-
-    Attributes:
-        physics_values: float64 values of MuJoCo state per world.
-        obs, states, actions: tensor widths.
-        horizon: transitions kept per env per epoch.
-    """
+    """What one env holds, per GMI (lower bound): ``physics_values`` float64 values of MuJoCo
+    state, tensor widths, ``horizon`` transitions kept per epoch."""
 
     physics_values: int
     obs: int

@@ -16,32 +16,19 @@ from .layout import GmiLayout
 
 @dataclass(frozen=True)
 class ModeTerms:
-    """What a mode asks of the run once its checks pass (neutral: nothing).
+    """What a mode asks of the run once its checks pass (neutral: nothing)."""
 
-    Attributes:
-        expendable: GMIs whose death the run survives (nothing waits on them in a collective).
-        min_alive: how many of them must stay alive for it to go on (below, it stops cleanly).
-        pinned: GMIs that keep cores of their own when GMIs outnumber cores (the ones every
-            other GMI waits on); the others then share what is left.
-        expendable_what: what an expendable GMI is, for the lines that report losing one.
-        min_alive_key: the setting that asks for ``min_alive``, named when too few are left.
-    """
-
-    expendable: tuple[int, ...] = ()
-    min_alive: int = 0
-    pinned: tuple[int, ...] = ()
-    expendable_what: str = ""
-    min_alive_key: str = ""
+    expendable: tuple[int, ...] = ()  # GMIs whose death the run survives (no collective waits)
+    min_alive: int = 0  # of those, how many must stay alive (below, the run stops cleanly)
+    pinned: tuple[int, ...] = ()  # GMIs keeping own cores when GMIs outnumber cores
+    expendable_what: str = ""  # what an expendable GMI is, for the lines reporting a loss
+    min_alive_key: str = ""  # the setting asking for ``min_alive``, named when too few are left
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What to simulate, where, and how to train; identical on every GMI.
-
-    ``task_config`` and ``train_params`` are the resolved ``task`` and ``train.params`` nodes,
-    handed unread to the task and to rl-games; what the runtime itself needs of them is typed
-    once (``task_env``, ``train``).
-    """
+    """What to simulate, where, and how to train; identical on every GMI. ``task_config`` and
+    ``train_params``: the resolved nodes, handed unread to the task and rl-games."""
 
     task_name: str
     task_env: TaskEnvSettings  # what the runtime reads of task_config, typed

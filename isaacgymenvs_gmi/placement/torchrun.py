@@ -1,8 +1,5 @@
-"""The GMI layout of ranks that ``torchrun`` started (every rank is one GMI).
-
-torchrun fixes the number of ranks per node; the plugin only decides how they share devices:
-``ranks per node = devices x GMIs per device``.
-"""
+"""The GMI layout of ranks that ``torchrun`` started (every rank is one GMI): torchrun fixes the
+ranks per node; the plugin only splits them as devices x GMIs per device."""
 
 from __future__ import annotations
 
@@ -21,11 +18,8 @@ def torchrun_world(environ: Mapping[str, str]) -> tuple[int, int] | None:
 
 
 def torchrun_layout(gmi: GmiConfig, devices: int, world: tuple[int, int]) -> GmiLayout:
-    """Match torchrun's ranks to ``devices`` per node: ranks = devices x GMIs per device.
-
-    Raises:
-        ConfigError: naming ``gmi.num_gpus`` or ``gmi.per_gpu`` when the ranks do not split.
-    """
+    """Match torchrun's ranks to ``devices`` per node (ConfigError naming ``gmi.num_gpus`` or
+    ``gmi.per_gpu`` when the ranks do not split)."""
     size, per_node = world
     if per_node % devices:
         raise ConfigError("gmi.num_gpus", devices, f"must divide --nproc_per_node={per_node}")

@@ -48,12 +48,9 @@ def main(argv: list[str]) -> int:
 
     try:
         choice = choose(compose_config(*overrides))  # the config train.py would see
-    except ConfigError as err:
+    except (ConfigError, NoRunnableCandidate) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    except NoRunnableCandidate as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, ConfigError) else 1
     rows = choice.result["rows"]
     print(table(rows))
     kept = [a for a in overrides if not a.startswith(PLANNED_KEYS)]
@@ -61,20 +58,9 @@ def main(argv: list[str]) -> int:
     task = choice.cfg.task_name
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / f"plan-{task}.json"
-    json_path.write_text(
-        json.dumps(
-            {
-                "task": task,
-                "overrides": overrides,
-                "command": command,
-                "from_cache": choice.from_cache,
-                "cache": str(choice.cache_path),
-                **choice.result,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    cached = {"from_cache": choice.from_cache, "cache": str(choice.cache_path)}
+    entry = {"task": task, "overrides": overrides, "command": command, **cached, **choice.result}
+    json_path.write_text(json.dumps(entry, indent=2) + "\n")
     png = plot(rows, f"{task}: candidates on one device", out_dir / f"plan-{task}.png")
     print(f"wrote {json_path} and {png}")
     print(f"run it with:\n  {command}")

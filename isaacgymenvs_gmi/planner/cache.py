@@ -1,14 +1,13 @@
 """Search results kept on disk and reused: one JSON file per (task, train and task config,
 request, search settings, hardware fingerprint, package versions).
 
-An entry is used only when its key matches and its stored fingerprint and versions equal this
-machine's: a result is never trusted across different hardware (CPU model and cores; GPU name,
-SMs, memory, MIG profile, driver) or software. Entries are written whole (a temporary file
-renamed into place); a damaged entry counts as a miss and is replaced.
+An entry is used only when its key, hardware fingerprint and versions match this machine's; it
+is written whole (a temporary file renamed into place), and a damaged entry counts as a miss.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -44,13 +43,10 @@ def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
@@ -108,9 +104,8 @@ class PlanCache:
             entry = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return None
-        if not isinstance(entry, dict) or entry.get("key") != self.key:
-            return None
-        if {k: entry.get(k) for k in self.machine} != self.machine:
+        same = isinstance(entry, dict) and entry.get("key") == self.key
+        if not same or {k: entry.get(k) for k in self.machine} != self.machine:
             return None
         return entry.get("result")
 

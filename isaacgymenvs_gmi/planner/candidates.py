@@ -1,11 +1,8 @@
 """The planner's search space and what each candidate changes in the user's config.
 
-Two requests (:class:`Request`):
-
-- ``gmi.per_gpu=auto`` with a number of envs: the learning problem stays the user's. The envs
-  the config gives are the device's total (as IsaacGymEnvs runs one process per GPU), split
-  evenly among its GMIs; ``minibatch_size`` follows the split so that every epoch still has
-  the config's number of minibatches.
+- ``gmi.per_gpu=auto`` with a number of envs: the config's envs are the device's total (as
+  IsaacGymEnvs runs one process per GPU), split evenly among its GMIs; ``minibatch_size``
+  follows the split so every epoch keeps the config's number of minibatches.
 - ``num_envs=auto`` (the paper's free search): envs per GMI grow through powers of two in
   ``[gmi.plan.min_envs, gmi.plan.max_envs]``, each with the config's minibatches per epoch.
 
@@ -30,22 +27,13 @@ MB_KEY = "train.params.config.minibatch_size"
 
 @dataclass(frozen=True)
 class Request:
-    """What the user left to the planner, and the fixed parts of the problem.
+    """What the user left to the planner, and the fixed parts of the problem."""
 
-    Attributes:
-        per_gpu: GMIs per device, or None to search it.
-        total_envs: envs per device to split among its GMIs, or None for the free search.
-        horizon: ``horizon_length``.
-        minibatches: minibatches per epoch the config gives, or None when the config sizes
-            them per env (``minibatch_size_per_env``: nothing to adapt).
-        cores: ``gmi.cores`` as given.
-    """
-
-    per_gpu: int | None
-    total_envs: int | None
-    horizon: int
-    minibatches: int | None
-    cores: str = "auto"
+    per_gpu: int | None  # GMIs per device, or None to search it
+    total_envs: int | None  # envs per device to split among its GMIs; None: the free search
+    horizon: int  # horizon_length
+    minibatches: int | None  # per epoch; None: sized per env (minibatch_size_per_env)
+    cores: str = "auto"  # gmi.cores as given
 
     @property
     def free(self) -> bool:
@@ -63,20 +51,14 @@ class Request:
 def split_envs(total: int, per_gpu: int, horizon: int, minibatches: int | None) -> int | None:
     """Envs per GMI for ``per_gpu`` GMIs sharing ``total``: the largest count <= total/per_gpu
     whose batch (``horizon`` x envs) splits into ``minibatches``; None if there is none."""
-    for envs in range(total // per_gpu, 0, -1):
-        if minibatches is None or (horizon * envs) % minibatches == 0:
-            return envs
-    return None
+    fits = Request(per_gpu, total, horizon, minibatches).splits
+    return next((envs for envs in range(total // per_gpu, 0, -1) if fits(envs)), None)
 
 
 def env_grid(settings: PlanSettings) -> tuple[int, ...]:
     """Powers of two from ``min_envs`` to ``max_envs`` (both included when powers of two)."""
-    out, n = [], 1
-    while n <= settings.max_envs:
-        if n >= settings.min_envs:
-            out.append(n)
-        n *= 2
-    return tuple(out) or (settings.min_envs,)
+    powers = (2**k for k in range(settings.max_envs.bit_length()))
+    return tuple(n for n in powers if n >= settings.min_envs) or (settings.min_envs,)
 
 
 def max_per_gpu(settings: PlanSettings, *, gpu: bool, device_cores: int) -> int:
@@ -89,11 +71,8 @@ def shapes(
     request: Request, settings: PlanSettings, *, gpu: bool, device_cores: int
 ) -> list[Shape]:
     """Every shape to search, most GMIs first."""
-    counts = (
-        [request.per_gpu]
-        if request.per_gpu is not None
-        else list(range(max_per_gpu(settings, gpu=gpu, device_cores=device_cores), 0, -1))
-    )
+    most = max_per_gpu(settings, gpu=gpu, device_cores=device_cores)
+    counts = [request.per_gpu] if request.per_gpu is not None else range(most, 0, -1)
     out = []
     for k in counts:
         if request.free:

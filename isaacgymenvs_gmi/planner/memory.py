@@ -1,9 +1,9 @@
-"""Memory a trial run holds: the resident memory of its processes on the CPU, device memory on a
-GPU. A trial runs in its own process group (its launcher and the GMIs it spawns), so "its
-processes" are the members of that group."""
+"""Memory a trial run holds: the resident memory of its process group (its launcher and GMIs) on
+the CPU, device memory on a GPU."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -15,25 +15,18 @@ MIB = 2**20
 
 def group_members(pgid: int, proc: Path = Path("/proc")) -> list[int]:
     """Pids of the live processes in process group ``pgid``."""
-    out = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = stat_fields(int(entry.name), proc)  # state, ppid, pgrp, ...; None: gone
-        if fields and len(fields) > 2 and int(fields[2]) == pgid:
-            out.append(int(entry.name))
-    return out
+    pids = [int(entry.name) for entry in proc.iterdir() if entry.name.isdigit()]
+    stats = ((pid, stat_fields(pid, proc)) for pid in pids)  # state, ppid, pgrp, ...; None: gone
+    return [pid for pid, fields in stats if fields and len(fields) > 2 and int(fields[2]) == pgid]
 
 
 def process_memory_mb(pid: int) -> float:
     """Proportional set size of ``pid`` in MiB (shared pages split among their users; resident
     size where the kernel gives no PSS); 0 for a process that is gone."""
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
                 return int(line.split()[1]) * 1024 / MIB
-    except (OSError, ValueError, IndexError):
-        pass
     try:
         pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
     except (OSError, ValueError, IndexError):
@@ -43,17 +36,13 @@ def process_memory_mb(pid: int) -> float:
 
 def host_sampler(pgid: int) -> Callable[[], float]:
     """MiB the processes of group ``pgid`` hold now."""
-
-    def sample() -> float:
-        return sum(process_memory_mb(pid) for pid in group_members(pgid))
-
-    return sample
+    return lambda: sum(process_memory_mb(pid) for pid in group_members(pgid))
 
 
 def device_sampler(index: int) -> Callable[[], float]:
     """MiB of GPU ``index`` (NVML index) in use beyond what was used when the sampler was made:
-    the trial's device memory, as nothing else runs on the device while the planner searches
-    (MPS clients' memory is not always reported per process)."""
+    nothing else runs there while the planner searches, and MPS clients' memory is not always
+    reported per process."""
     import pynvml
 
     pynvml.nvmlInit()
@@ -73,9 +62,8 @@ def device_memory_mb(index: int) -> float:
 
         pynvml.nvmlInit()
         try:
-            return (
-                pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index)).total / MIB
-            )
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            return pynvml.nvmlDeviceGetMemoryInfo(handle).total / MIB
         finally:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - no library, driver or device

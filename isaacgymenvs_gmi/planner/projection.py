@@ -1,9 +1,8 @@
 """The paper's ``estimate``: a candidate's throughput on the whole system, from one device's trial.
 
-A trial runs the candidate's GMIs on one device, gradient reduction among them included. On
-``devices`` devices every GMI also waits, at each PPO update, for the reduction across devices;
-that extra time is modelled after Table 2 of the paper, for the reducers as this package runs them
-(:func:`isaacgymenvs_gmi.comm.cost_model.reduction_time`, the strategy Algorithm 1 picks), and
+A trial measures one device, its GMIs' gradient reduction included. On ``devices`` devices each
+PPO update also waits for the reduction across devices, modelled after Table 2 of the paper
+(:func:`isaacgymenvs_gmi.comm.cost_model.reduction_time`, the strategy Algorithm 1 picks) and
 charged to each epoch:
 
     projected = measured x devices x t_epoch / (t_epoch + updates x (T(g, t) - T(1, t)))
@@ -28,21 +27,13 @@ INTER_DEVICE_BPS = {True: 20e9, False: 1e9}  # NCCL between GPUs (PCIe-class); g
 
 @dataclass(frozen=True)
 class Projection:
-    """What projecting needs besides a trial: the system and the PPO update pattern.
+    """What projecting needs besides a trial: the system and the PPO update pattern."""
 
-    Attributes:
-        devices: devices (GPUs, or CPU devices) the run will use on this node.
-        gpu: they are GPUs.
-        horizon: env steps per GMI per epoch.
-        updates_per_epoch: gradient reductions per epoch (mini_epochs x minibatches).
-        model_bytes: bytes of gradients reduced per update.
-    """
-
-    devices: int
-    gpu: bool
-    horizon: int
-    updates_per_epoch: int
-    model_bytes: float
+    devices: int  # devices (GPUs, or CPU devices) the run will use on this node
+    gpu: bool  # they are GPUs
+    horizon: int  # env steps per GMI per epoch
+    updates_per_epoch: int  # gradient reductions per epoch (mini_epochs x minibatches)
+    model_bytes: float  # bytes of gradients reduced per update
 
     def __call__(self, cand: Candidate, prof: Profile) -> float:
         measured = prof.env_steps_per_s

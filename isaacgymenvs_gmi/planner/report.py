@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,7 @@ def row_dict(row: Row) -> dict[str, Any]:
 def result_dict(result: SearchResult) -> dict[str, Any]:
     best = result.best
     return {
-        "best": None
-        if best is None
-        else {"per_gpu": best.per_gpu, "num_envs": best.num_envs, "cores": best.cores},
+        "best": None if best is None else asdict(best),
         "projected": result.projected if best is not None else None,
         "ended": result.ended,
         "seconds": result.seconds,
@@ -66,11 +65,9 @@ def progress_line(row: Row, done: int, total: int, elapsed: float, budget: float
     filled = min(BAR, round(BAR * done / max(total, 1)))
     bar = "#" * filled + "." * (BAR - filled)
     r = row_dict(row)
-    measured = (
-        f"{r['env_steps_per_s']:,.0f} env steps/s, {r['memory_mb']:,.0f} MiB"
-        if r["env_steps_per_s"] is not None
-        else "-"
-    )
+    measured = "-"
+    if r["env_steps_per_s"] is not None:
+        measured = f"{r['env_steps_per_s']:,.0f} env steps/s, {r['memory_mb']:,.0f} MiB"
     return (
         f"[plan] [{bar}] {done}/{total} {row.candidate.label()}: {measured} -> {row.decision} "
         f"({elapsed:.0f} s of {budget:.0f} s)"

@@ -1,9 +1,9 @@
 """``gmi.per_gpu=auto`` / ``num_envs=auto``: check the request, reuse a cached search or run
 one, and hand back the config of the chosen candidate.
 
-Everything that can be checked is checked before the first trial starts: the planner's own
-settings, that nothing fixes the ranks (torchrun), the mode, and the user's config itself (the
-first shape is planned like a run: a bad learning rate fails here, not in every trial).
+Everything that can be checked is checked before the first trial starts, the user's config
+included (the first shape is planned like a run: a bad learning rate fails here, not in every
+trial).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .cache import PlanCache, default_cache_dir, digest, fingerprint, train_conf
 from .candidates import MB_KEY, Request, apply, env_grid, minibatches_of, shapes
 from .memory import MIB, device_memory_mb, device_sampler, host_sampler
 from .projection import Projection, mlp_parameters
-from .report import progress_line, result_dict
+from .report import progress_line, result_dict, table
 from .search import Candidate, Profiler, search
 from .trial import TrialSetup, run_trial
 
@@ -98,13 +98,8 @@ def check_request(cfg: DictConfig) -> tuple[PlanSettings, Request, RunPlan]:
     per_gpu = None if per_auto else Int(1).check("gmi.per_gpu", select(cfg, "gmi.per_gpu"))
     envs = _reference_envs(cfg)
     minibatches = minibatches_of(train_config, horizon, envs) if mode.trains else None
-    request = Request(
-        per_gpu=per_gpu,
-        total_envs=None if envs_auto else envs,
-        horizon=horizon,
-        minibatches=minibatches,
-        cores=str(select(cfg, "gmi.cores", "auto")).lower(),
-    )
+    cores = str(select(cfg, "gmi.cores", "auto")).lower()
+    request = Request(per_gpu, None if envs_auto else envs, horizon, minibatches, cores)
     first = env_grid(settings)[0] if envs_auto else envs
     reference = apply(cfg, Candidate(per_gpu or 1, first), request)
     return settings, request, plan_run(reference)
@@ -149,33 +144,21 @@ def choose(
         device_memory_mb(inventory.gpus[0].index) if gpu else available_memory() / MIB
     )
     grid = shapes(request, settings, gpu=gpu, device_cores=len(cores or usable_cores()))
-    cache = PlanCache(
-        Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(),
-        ref.task_name,
-        _identity(ref, request, settings),
-        fingerprint(inventory),
-    )
+    root = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
+    identity = _identity(ref, request, settings)
+    cache = PlanCache(root, ref.task_name, identity, fingerprint(inventory))
     result = None if settings.replan else cache.load()
     from_cache = result is not None
     if result is None:
         if profiler is None:
-            setup = TrialSetup(
-                cfg,
-                request,
-                settings,
-                cap,
-                cores,
-                (lambda _pgid: device_sampler(inventory.gpus[0].index)) if gpu else host_sampler,
-                environ,
-            )
+            sampler = (lambda _: device_sampler(inventory.gpus[0].index)) if gpu else host_sampler
+            setup = TrialSetup(cfg, request, settings, cap, cores, sampler, environ)
             profiler = lambda cand, seconds: run_trial(setup, cand, seconds)  # noqa: E731
         result = _search(grid, profiler, ref, request, settings, cap, devices, gpu, stream)
         if result["best"] is not None:  # a search where nothing ran is not worth keeping
             cache.store(result)
     best = result["best"]
     if best is None:
-        from .report import table
-
         raise NoRunnableCandidate(
             f"the planner found no configuration that runs ({result['ended']}):\n"
             + table(result["rows"])
@@ -189,26 +172,20 @@ def choose(
 def _search(grid, profiler, ref, request, settings, cap, devices, gpu, stream) -> dict:
     network = ref.train_params.get("network", {})
     mini_epochs = int(ref.train_params["config"].get("mini_epochs", 1))
-    projection = Projection(
-        devices=devices,
-        gpu=gpu,
-        horizon=request.horizon,
-        updates_per_epoch=mini_epochs * (request.minibatches or 1),
-        model_bytes=4 * mlp_parameters(ref.dims[0], ref.dims[2], network),
-    )
+    updates = mini_epochs * (request.minibatches or 1)
+    model_bytes = 4 * mlp_parameters(ref.dims[0], ref.dims[2], network)
+    projection = Projection(devices, gpu, request.horizon, updates, model_bytes)
     start = time.monotonic()
 
-    def on_row(row, done, total):
-        line = progress_line(row, done, total, time.monotonic() - start, settings.budget_s)
+    def say(line: str) -> None:
         print(line, file=stream, flush=True)
+
+    def on_row(row, done, total):
+        say(progress_line(row, done, total, time.monotonic() - start, settings.budget_s))
 
     what = "gmi.per_gpu" if request.per_gpu is None else f"gmi.per_gpu={request.per_gpu}"
     what += ", num_envs" if request.free else f" with {request.total_envs} envs per device"
-    print(
-        f"[plan] searching {what}: {len(grid)} shape(s), at most {settings.budget_s:.0f} s",
-        file=stream,
-        flush=True,
-    )
+    say(f"[plan] searching {what}: {len(grid)} shape(s), at most {settings.budget_s:.0f} s")
     found = search(
         grid,
         profiler,
@@ -244,11 +221,9 @@ def _decision(choice: Choice, devices: int) -> str:
     runnable = len(
         {(x["per_gpu"], x["num_envs"], x["cores"]) for x in r["rows"] if x["env_steps_per_s"]}
     )
-    why = (
-        f"the config's {req.total_envs} envs per device split over {c.per_gpu} GMI(s)"
-        if not req.free
-        else "free num_env search (num_envs=auto)"
-    )
+    why = "free num_env search (num_envs=auto)"
+    if not req.free:
+        why = f"the config's {req.total_envs} envs per device split over {c.per_gpu} GMI(s)"
     where = (
         f"from the cache {choice.cache_path}"
         if choice.from_cache

@@ -1,29 +1,25 @@
 """Algorithm 2 of the paper (§5.2): which GMIs per device and envs per GMI to run, found by
-profiling. A pure function over a profiler callback, so every decision is tested with a table of
-fake profiles.
+profiling; a pure function over a profiler callback.
 
 The search walks *shapes* (GMIs per device and, on a crowded CPU device, how they share its
 cores) from the most GMIs to the fewest; inside a shape it grows num_env:
 
 - a candidate that does not run (crash, hang, out of memory, refused) is skipped;
-- from the second runnable candidate of a shape on, Sat = (dtop/top) / (dmem/mem) against the
-  previous runnable one; Sat < alpha ends the shape (the GMI is saturated: more envs buy memory,
-  not throughput);
+- from a shape's second runnable candidate on, Sat = (dtop/top) / (dmem/mem) against the
+  previous one; Sat < alpha ends the shape (more envs buy memory, not throughput);
 - every runnable, unsaturated candidate is projected to the whole system and the best kept.
 
-Where it goes beyond the paper:
+Beyond the paper:
 
-- The paper's line 14 skips projecting a shape's first runnable candidate; here it is projected
-  (a shape with one num_env, as when the total number of envs is kept, could never win).
-- Projections within ``tie`` of the best are ties (measurement noise on shared machines is a
-  few percent): the candidate with fewer GMIs, then less memory, wins.
-- Memory model: a line ``memory per GMI = a + b * num_env`` fitted to the runnable probes
-  predicts a candidate's memory; a candidate predicted above the cap is pruned unrun.
-- The sweep over GMIs per device stops once fewer GMIs projected worse twice in a row (it
-  stopped improving).
+- A shape's first runnable candidate is projected too (the paper's line 14 skips it; a shape
+  with one num_env could never win).
+- Projections within ``tie`` of the best are ties: fewer GMIs, then less memory, wins.
+- A line ``memory per GMI = a + b * num_env`` fitted to the runnable probes prunes, unrun, a
+  candidate predicted above the cap.
+- The sweep over GMIs per device stops once fewer GMIs projected worse twice in a row.
 - A time budget bounds the whole search; a trial gets at most what is left of it.
-- The best candidate and those projected within 5% of it are measured a second time and
-  decided on the mean of both trials (a short trial on a shared machine can be off by 10%).
+- The best candidate and those projected within 5% of it are measured again and decided on
+  the mean of both trials.
 """
 
 from __future__ import annotations
@@ -213,33 +209,25 @@ def search(
                 emit(Row(cand, prof, decision=f"not runnable: {prof.reason}"))
                 continue
             model.add(cand, prof)
-            sat = None
-            if pre is not None:
-                sat = saturation(prof.env_steps_per_s, prof.memory_mb, *pre)
+            sat = None if pre is None else saturation(prof.env_steps_per_s, prof.memory_mb, *pre)
             pre = (prof.env_steps_per_s, prof.memory_mb)
             if sat is not None and sat < alpha:
                 emit(Row(cand, prof, sat, decision=f"saturated (Sat < {alpha:g})"))
                 break
             top = estimate(cand, prof)
             best_of[cand.per_gpu] = max(best_of.get(cand.per_gpu, -math.inf), top)
-            if _better(cand, top, prof.memory_mb, best, tie):
+            better = _better(cand, top, prof.memory_mb, best, tie)
+            if better:
                 best = (cand, top, prof.memory_mb)
-                emit(Row(cand, prof, sat, top, "best so far"))
-            else:
-                emit(Row(cand, prof, sat, top, "kept looking"))
+            emit(Row(cand, prof, sat, top, "best so far" if better else "kept looking"))
         if ended == "the time budget ran out":
             break
     if best is not None:
         best = _confirm(rows, best, profile, estimate, emit, left, trial_times, tie)
         last = max(i for i, r in enumerate(rows) if r.candidate == best[0] and r.projected)
         rows[last].decision = "chosen"
-    return SearchResult(
-        best=best[0] if best else None,
-        projected=best[1] if best else -math.inf,
-        rows=rows,
-        ended=ended,
-        seconds=clock() - start,
-    )
+    top = best[1] if best else -math.inf
+    return SearchResult(best[0] if best else None, top, rows, ended, clock() - start)
 
 
 def _out_of_time(trial_times: list[float], left: float) -> bool:
@@ -250,9 +238,8 @@ def _out_of_time(trial_times: list[float], left: float) -> bool:
 
 def _confirm(rows, best, profile, estimate, emit, left, trial_times, tie):
     """Measure the best candidate and those projected within :data:`CONFIRM_BAND` of it once
-    more, and decide between them on the mean of their two measurements: one short trial on a
-    shared machine can be off by 10% (Ant on 2 cores: 2 GMIs measured 32 k env steps/s in one
-    trial, 35-38 k in longer runs). Returns the (candidate, projection, memory) that wins."""
+    more, and decide on the mean of their two measurements (one short trial on a shared machine
+    can be off by 10%). Returns the (candidate, projection, memory) that wins."""
     first: dict[Candidate, Row] = {}
     for row in rows:
         if row.projected is not None and row.candidate not in first:
@@ -289,9 +276,8 @@ def _confirm(rows, best, profile, estimate, emit, left, trial_times, tie):
 
 def _stopped_improving(best_of: dict[int, float], per_gpu: int, tie: float) -> bool:
     """The GMI counts searched so far (all above ``per_gpu``) fell twice in a row beyond the tie
-    band: the last count projects below the one before, which projects below the one before
-    it. One fall is not enough: on a CPU device, how evenly GMIs divide its cores makes the
-    curve uneven (measured on 2 cores: 4 GMIs pinned two to a core beat 3, and 2 beat both)."""
+    band. One fall is not enough: on a CPU device, how evenly GMIs divide its cores makes the
+    curve uneven."""
     done = sorted((k for k in best_of if k > per_gpu), reverse=True)  # in the order searched
     if len(done) < 3:
         return False

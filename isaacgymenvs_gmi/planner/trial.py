@@ -1,21 +1,14 @@
 """One trial of the planner: a short real run of a candidate, in processes of its own.
 
-The candidate's config (the user's, with the candidate's GMIs, envs, placement and minibatch, a
-few epochs, a throw-away run folder, one device) is first planned here, so a configuration the
-launcher refuses is recorded as such without starting anything. Then
-:mod:`.trial_main` runs it through the same launcher and GMI bodies as ``train.py``, in a new
-process group, while this side watches it:
+The candidate's config (a few epochs, a throw-away run folder, one device) is planned here first,
+so a configuration the launcher refuses is recorded without starting anything. Then
+:mod:`.trial_main` runs it as ``train.py`` would, in a new process group, while this side watches
+its memory (peak kept; above the cap: out of memory), its clock (too slow: hanging) and its end
+(a failure recorded with its reason).
 
-- the group's memory (resident on the CPU, device memory on a GPU), its peak kept; above the cap
-  the trial is stopped and recorded as out of memory;
-- the clock: a trial not done within its time is stopped and recorded as hanging;
-- its end: a failed trial is recorded with its reason (out of memory when the error says so:
-  XLA ``RESOURCE_EXHAUSTED``, CUDA out of memory, ``MemoryError``, or a kill by the kernel).
-
-A trial is stopped as a user would stop a run (SIGTERM: the launcher passes it to its GMIs), then
-once more (the launcher kills its GMIs), then its whole group is killed, so no process of a trial
-outlives it. An OOM or MPS fault can poison a CUDA context, which is why trials never run in the
-planner's own process.
+A trial is stopped with SIGTERM twice (the launcher passes the first to its GMIs, kills them on
+the second), then its whole group is killed, so no process outlives it. An OOM or MPS fault can
+poison a CUDA context, which is why trials never run in the planner's own process.
 """
 
 from __future__ import annotations
@@ -58,26 +51,15 @@ OOM_MARKS = (
 
 @dataclass(frozen=True)
 class TrialSetup:
-    """What every trial of one search shares.
+    """What every trial of one search shares."""
 
-    Attributes:
-        cfg: the user's composed config (``auto`` values still in it).
-        request: what is searched, and the fixed parts of the problem.
-        settings: ``gmi.plan.*``.
-        memory_cap_mb: the cap on a trial's memory.
-        cores: the cores of the device trials run on (CPU devices), None to keep this
-            process's.
-        memory: makes the memory sampler of a trial's process group (host or device memory).
-        environ: extra environment variables for trial processes.
-    """
-
-    cfg: DictConfig
+    cfg: DictConfig  # the user's composed config (``auto`` values still in it)
     request: Request
-    settings: PlanSettings
+    settings: PlanSettings  # gmi.plan.*
     memory_cap_mb: float
-    cores: tuple[int, ...] | None = None
-    memory: Callable[[int], Callable[[], float]] = host_sampler
-    environ: Mapping[str, str] | None = None
+    cores: tuple[int, ...] | None = None  # the trial device's cores (CPU); None: this process's
+    memory: Callable[[int], Callable[[], float]] = host_sampler  # pgid -> memory sampler (MiB)
+    environ: Mapping[str, str] | None = None  # extra environment variables for trials
 
 
 def trial_config(setup: TrialSetup, cand: Candidate, run_dir: str) -> DictConfig:
@@ -111,15 +93,10 @@ def run_trial(setup: TrialSetup, cand: Candidate, seconds: float) -> Profile:
         except ConfigError as err:
             return Profile.failed(f"refused: {err}")
         spec, out, log_path = Path(tmp) / "spec.json", Path(tmp) / "out.json", Path(tmp) / "log"
-        spec.write_text(
-            json.dumps(
-                {
-                    "config": OmegaConf.to_container(cfg, resolve=True),
-                    "cores": list(setup.cores) if setup.cores else None,
-                    "warmup_epochs": setup.settings.warmup_epochs,
-                }
-            )
-        )
+        config = OmegaConf.to_container(cfg, resolve=True)
+        cores = list(setup.cores) if setup.cores else None
+        job = {"config": config, "cores": cores, "warmup_epochs": setup.settings.warmup_epochs}
+        spec.write_text(json.dumps(job))
         start = time.monotonic()
         with open(log_path, "wb") as log_file:
             proc = subprocess.Popen(
@@ -138,16 +115,13 @@ def run_trial(setup: TrialSetup, cand: Candidate, seconds: float) -> Profile:
             return Profile.failed(
                 stopped.format(limit=limit, peak=peak, cap=setup.memory_cap_mb), seconds_taken
             )
-        report = _read(out)
+        report = {}
+        with contextlib.suppress(OSError, ValueError):
+            report = json.loads(out.read_text())
         if proc.returncode != 0 or not report.get("ok"):
             reason = _failure(proc.returncode, report, log_path.read_text(errors="replace"))
             return Profile.failed(reason, seconds_taken)
-        return Profile(
-            True,
-            env_steps_per_s=float(report["rate"]),
-            memory_mb=peak,
-            seconds=seconds_taken,
-        )
+        return Profile(True, float(report["rate"]), peak, seconds=seconds_taken)
 
 
 @contextlib.contextmanager
@@ -175,13 +149,10 @@ def _watch(proc: subprocess.Popen, setup: TrialSetup, limit: float) -> tuple[flo
             next_sample = now + MEMORY_EVERY_S
             if peak > setup.memory_cap_mb:
                 return peak, "out of memory: {peak:,.0f} MiB held > cap {cap:,.0f} MiB"
+        if now >= deadline and limit >= setup.settings.timeout_s:
+            return peak, "hang: no result within {limit:.0f} s (gmi.plan.timeout_s)"
         if now >= deadline:
-            why = (
-                "hang: no result within {limit:.0f} s (gmi.plan.timeout_s)"
-                if limit >= setup.settings.timeout_s
-                else "stopped: the search's time budget ran out ({limit:.0f} s left)"
-            )
-            return peak, why
+            return peak, "stopped: the search's time budget ran out ({limit:.0f} s left)"
         time.sleep(POLL_S)
     return peak, ""
 
@@ -199,13 +170,6 @@ def stop_group(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left
     proc.wait()
-
-
-def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def _failure(code: int | None, report: dict, log_text: str) -> str:

@@ -1,10 +1,8 @@
 """A planner trial's own process: ``python -m isaacgymenvs_gmi.planner.trial_main SPEC OUT``.
 
 Runs the config in ``SPEC`` (JSON: the resolved config, the device's cores, the warm-up epochs)
-through the launcher, exactly as ``train.py`` would, and writes what it measured to ``OUT``
-(JSON, written whole or not at all): ``{"ok": true, "rate": ...}`` with the median throughput
-of the epochs after warm-up (env steps/s of every GMI; predictions/s when serving), or
-``{"ok": false, "error": ...}``.
+as ``train.py`` would and writes to ``OUT`` (JSON, whole or not at all) ``{"ok": true, "rate":
+...}`` (env steps/s of every GMI; predictions/s when serving) or ``{"ok": false, "error": ...}``.
 """
 
 from __future__ import annotations
@@ -21,9 +19,7 @@ from isaacgymenvs_gmi.atomic_file import write_atomically
 
 def measured_rate(result, rate: str, warmup_epochs: int) -> float:
     """Throughput of a finished trial run: the median epoch's env steps/s after warm-up (one
-    slow epoch, a stall on a shared machine, does not decide between candidates), or where the
-    mode names a ``rate`` of its own, that entry of the run's rates (serve: predictions/s
-    after its own warm-up)."""
+    stalled epoch does not decide), or the run's ``rate`` entry where the mode names one."""
     if rate:
         return float(result.rates[rate])
     rates = result.epoch_rates[warmup_epochs:]

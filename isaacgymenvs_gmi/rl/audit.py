@@ -2,24 +2,18 @@
 gradients recomputed in float64 on the host, from the same weights and inputs, and compared
 with what the GMIs computed and applied.
 
-Replicas that agree prove the GMIs identical, not right: a GEMM that silently returns wrong
-values, or a reduction that reads a peer's buffer before the peer has written it, is averaged
-into every replica alike. So at the first minibatch of an audited epoch every GMI sends GMI 0
-its shard of the minibatch (the inputs rl-games' update reads), its losses and its gradient
-before the reduction; GMI 0 keeps a copy of the model as it was before that minibatch (weights
-and normaliser statistics) and the gradient it applied after the reduction. It then replays
-rl-games' own ``calc_gradients`` on a float64 copy of the model with the optimizer step left
-out: the observation normaliser updated once from the union of the shards (what the synced
-normalisers do), then every shard in turn. Their mean is the reduced gradient a correct run
-applies.
+Replicas that agree prove the GMIs identical, not right (a wrong GEMM, or a reduction reading a
+peer's buffer too early, lands in every replica alike). So at the first minibatch of an audited
+epoch every GMI sends GMI 0 its shard, losses and gradient before the reduction; GMI 0 replays
+rl-games' ``calc_gradients`` without the optimizer step on a float64 copy of the model from
+before that minibatch: the observation normaliser updated once from the union of the shards (as
+the synced normalisers do), then every shard. Their mean is the reduced gradient to apply.
 
-The largest relative error, over each GMI's loss terms and gradients and the reduced gradient,
-is reported; above the tolerance the run stops, naming the tensor and the GMI, before that
-epoch writes a checkpoint. Relative errors of a tensor are taken against its own norm, or 1 %
-of the whole gradient's norm where that is larger (a gradient that nearly cancels carries
-float32's noise in its last digits). Gradient scaling is undone; gradients are compared before
-clipping. Feed-forward policies only (a recurrent one is not audited); a central value net's
-own minibatches are not replayed.
+The largest relative error is reported; above the tolerance the run stops, naming the tensor
+and the GMI, before that epoch's checkpoint. A tensor's error is relative to its own norm, or 1 %
+of the whole gradient's norm where that is larger (a nearly cancelling gradient carries
+float32's noise). Gradient scaling is undone; gradients are compared before clipping.
+Feed-forward policies only; a central value net's own minibatches are not replayed.
 """
 
 from __future__ import annotations
@@ -37,18 +31,10 @@ from rl_games.algos_torch.a2c_continuous import A2CAgent
 from rl_games.algos_torch.running_mean_std import RunningMeanStd
 from rl_games.common.diagnostics import DefaultDiagnostics
 
+from .nonfinite_trace import INPUTS, plain_module  # INPUTS: the minibatch's inputs
+
 log = logging.getLogger(__name__)
 
-INPUTS = (
-    "obs",
-    "actions",
-    "old_values",
-    "old_logp_actions",
-    "advantages",
-    "returns",
-    "mu",
-    "sigma",
-)
 LOSSES = ("a_loss", "c_loss", "entropy", "b_loss")  # rl-games' train_result positions 0, 1, 2, 8
 LOSS_AT = (0, 1, 2, 8)
 TOLERANCE = {False: 1e-3, True: 5e-2}  # float32 learners, and mixed precision (bf16 autocast)
@@ -82,12 +68,7 @@ class GradientAudit:
     are the collectives (in one process: ``x[None]`` and the identity)."""
 
     def __init__(
-        self,
-        every: int,
-        tolerance: float | None,
-        rank: int,
-        gather: Gather,
-        agree: Agree,
+        self, every: int, tolerance: float | None, rank: int, gather: Gather, agree: Agree
     ):
         self.every, self.tolerance, self.rank = every, tolerance, rank
         self.gather, self.agree = gather, agree
@@ -101,11 +82,9 @@ class GradientAudit:
         """Whether ``agent``'s ``minibatch``-th minibatch (0-based, in its epoch) is audited."""
         if minibatch != 0 or agent.epoch_num % self.every != 0:
             return False
-        if agent.is_rnn:
-            if agent.epoch_num == self.every:
-                log.warning("gmi.debug.audit: recurrent policies are not audited")
-            return False
-        return True
+        if agent.is_rnn and agent.epoch_num == self.every:
+            log.warning("gmi.debug.audit: recurrent policies are not audited")
+        return not agent.is_rnn
 
     def begin(self, agent, minibatch: dict[str, Any]) -> None:
         """Before the minibatch's forward pass: its inputs, and (GMI 0) the model as it is."""
@@ -118,7 +97,9 @@ class GradientAudit:
         reduction) or ``applied`` (what the optimizer is about to take)."""
         if self._shard is None:
             return
-        flat = torch.cat([p.grad.detach().reshape(-1).double() for p in _with_grads(agent)])
+        flat = torch.cat(
+            [p.grad.detach().reshape(-1).double() for _, p in _named_with_grads(agent)]
+        )
         flat = (flat / float(agent.scaler.get_scale())).cpu()
         if stage == "local":
             self._local = flat
@@ -138,17 +119,15 @@ class GradientAudit:
             [*(t.double().reshape(-1).cpu() for t in shard.values()), parts, self._local]
         )
         rows = self.gather(mine)
-        verdict = None
-        result = None
+        verdict = result = None
         if self.rank == 0:
             result = self._judge(agent, shard, rows)
             self.results.append(result)
             if result.error > result.tolerance:
                 verdict = (
                     f"numerical audit at epoch {result.epoch}: {result.where} is off by "
-                    f"{result.error:.1e} (relative) from a float64 recompute of the same "
-                    f"minibatch, tolerance {result.tolerance:.0e}; stopped before this epoch's "
-                    "checkpoint"
+                    f"{result.error:.1e} (relative) from a float64 recompute of the same minibatch,"
+                    f" tolerance {result.tolerance:.0e}; stopped before this epoch's checkpoint"
                 )
             else:
                 log.info(result.line())
@@ -187,45 +166,29 @@ class GradientAudit:
 
 def _tensor_errors(got, want, names, sizes, what: str) -> list[tuple[float, str]]:
     floor = GRADIENT_FLOOR * float(want.norm())
-    out = []
-    for name, g, w in zip(names, got.split(sizes), want.split(sizes), strict=True):
-        err = float((g - w).norm()) / max(float(w.norm()), floor, 1e-30)
-        out.append((err, f"{what} {name}"))
-    return out
+    return [
+        (float((g - w).norm()) / max(float(w.norm()), floor, 1e-30), f"{what} {name}")
+        for name, g, w in zip(names, got.split(sizes), want.split(sizes), strict=True)
+    ]
 
 
 def _scalar(x: Any) -> torch.Tensor:
     return torch.as_tensor(x).detach().double().reshape(-1)[0].cpu()
 
 
-def _uncompiled(model: torch.nn.Module) -> torch.nn.Module:
-    return getattr(model, "_orig_mod", model)
-
-
 def _named_with_grads(agent) -> list[tuple[str, torch.nn.Parameter]]:
-    return [(n, p) for n, p in _uncompiled(agent.model).named_parameters() if p.grad is not None]
-
-
-def _with_grads(agent) -> list[torch.nn.Parameter]:
-    return [p for _, p in _named_with_grads(agent)]
+    return [(n, p) for n, p in plain_module(agent.model).named_parameters() if p.grad is not None]
 
 
 def host_float64_copy(model: torch.nn.Module) -> torch.nn.Module:
     """``model`` (uncompiled) copied to the host in float64, its forward hooks dropped and its
     normalisers rl-games' own class again (updating from the batch they are given)."""
-    twin = copy.deepcopy(_uncompiled(model)).to("cpu", torch.float64)
+    twin = copy.deepcopy(plain_module(model)).to("cpu", torch.float64)
     for module in twin.modules():
         module._forward_hooks.clear()
         if isinstance(module, RunningMeanStd) and type(module) is not RunningMeanStd:
             module.__class__ = RunningMeanStd  # the synced subclass keeps no other state
     return twin
-
-
-class _Unscaled:
-    """A gradient scaler that scales nothing."""
-
-    def scale(self, loss: torch.Tensor) -> torch.Tensor:
-        return loss
 
 
 class _Replay:
@@ -238,7 +201,7 @@ class _Replay:
         self.model = model
         self.mixed_precision = False
         self.multi_gpu = False
-        self.scaler = _Unscaled()
+        self.scaler = types.SimpleNamespace(scale=lambda loss: loss)  # scales nothing
         self.diagnostics = DefaultDiagnostics()
         self.ppo_device = "cpu"
         self.device = "cpu"

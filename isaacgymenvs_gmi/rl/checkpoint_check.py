@@ -1,10 +1,8 @@
 """Can this run load that checkpoint? Checked when the run is planned, before anything starts.
 
-The file is read as plain data (:func:`~isaacgymenvs_gmi.config.checkpoint_file.read_checkpoint`)
-and its ``model`` state compared, tensor by tensor, with the network rl-games would build for the
-task: the train config's network, sized by the task's observation and action widths. That network
-is built by rl-games' own ``ModelBuilder`` on torch's ``meta`` device: shapes without memory,
-initialisation or a draw from the random generators, in a few milliseconds.
+The file is read as plain data and its ``model`` state compared, tensor by tensor, with the
+network rl-games' own ``ModelBuilder`` builds for the task on torch's ``meta`` device (shapes
+without memory, initialisation or a random draw).
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ import contextlib
 import copy
 import io
 import logging
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,18 +40,12 @@ def check_checkpoint(
     resumes: bool = False,
 ) -> None:
     """Raise :class:`ConfigError` on ``checkpoint`` unless ``path`` holds a checkpoint whose
-    networks fit ``task_name`` (resolved ``task_config``) trained with ``train_params`` (the
-    resolved ``train.params``).
+    networks (and central value net, when both have one) fit ``task_name`` (resolved
+    ``task_config``) trained with ``train_params`` (the resolved ``train.params``); the message
+    names the first misfit tensor, both shapes and the task it was trained on, if recorded.
 
-    Refused: a missing file, one that does not load as plain data (damaged, not a torch file, or
-    holding code), one without a ``model`` state, and one whose tensors differ from the network
-    this run builds (the message names the first one, both shapes and, when the checkpoint says,
-    the task it was trained on). The central value net is compared too when the train config
-    has one and the checkpoint holds its state. ``widths`` (obs, states, actions) are the task's
-    as measured when the run was planned; by default they come from the task class.
-    ``resumes``: training goes on from it, so rl-games also reads its epoch, frame count and
-    optimizer state (and the central value net's, when the train config has one): each must be
-    there with its type.
+    ``widths``: (obs, states, actions) as measured when planned, by default the task class's.
+    ``resumes``: training goes on from it, so :func:`resume_fields_problem` applies too.
     """
     state = read_checkpoint(path)
     model = state.get("model")
@@ -67,12 +60,11 @@ def check_checkpoint(
         if problem is not None:
             raise ConfigError("checkpoint", path, f"{problem}, which resuming training reads")
     trained_on = _recorded_task(state)
-    who = f"{task_name} with this train config"
     if widths is None:
         task_cls = get_task_class(task_name)
         num_obs = task_cls.observation_size(task_config["env"])
         widths = (num_obs, task_cls.num_states, task_cls.num_actions)
-    problem = _misfit(state, widths, train_params, who)
+    problem = _misfit(state, widths, train_params, f"{task_name} with this train config")
     if problem is not None:
         if trained_on is not None:
             problem += f"; the checkpoint was trained on {trained_on}"
@@ -83,9 +75,8 @@ def check_checkpoint(
 
 def resume_fields_problem(state: Mapping[str, Any], central_value: bool) -> str | None:
     """What keeps rl-games from resuming training from ``state`` beyond its networks (None when
-    nothing does): ``epoch`` and ``frame`` counts, ``optimizer`` state (and
-    ``assymetric_vf_nets`` when the train config has a central value net), each of its type;
-    ``last_mean_rewards``, which it may lack, a number."""
+    nothing does): ``epoch`` and ``frame`` counts, ``optimizer`` state (and ``assymetric_vf_nets``
+    with a central value net), each of its type; ``last_mean_rewards``, if present, a number."""
     for key in ("epoch", "frame"):
         value = state.get(key)
         if key not in state:
@@ -118,8 +109,6 @@ def _optimizer_problem(found: Any, key: str) -> str | None:
 
 
 def _is_number(value: Any) -> bool:
-    import numbers
-
     import torch
 
     if isinstance(value, torch.Tensor):  # a one-element tensor of reals
@@ -128,10 +117,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _misfit(
-    state: dict[str, Any],
-    widths: tuple[int, int, int],
-    train_params: dict[str, Any],
-    who: str,
+    state: dict[str, Any], widths: tuple[int, int, int], train_params: dict[str, Any], who: str
 ) -> str | None:
     """What first keeps ``state`` from loading into the nets ``who`` (task and train config)
     builds for a task of ``widths`` (obs, states, actions); None when nothing does."""
@@ -164,17 +150,11 @@ def _sized(shapes: Callable[[], dict[str, Shape]]) -> dict[str, Shape] | None:
 def policy_shapes(train_params: dict[str, Any], num_obs: int, num_actions: int) -> dict[str, Shape]:
     """Shapes of the ``model`` state rl-games saves for ``train_params`` (resolved
     ``train.params``) on a task with ``num_obs`` observations and ``num_actions`` actions."""
-    params = {"model": train_params["model"], "network": train_params["network"]}
-    params = copy.deepcopy(params)
+    params = copy.deepcopy({"model": train_params["model"], "network": train_params["network"]})
     apply_model_size_multiplier(params)  # as the run's rl-games params do
     config = train_params["config"]
-    return _built_shapes(
-        params,
-        input_shape=(num_obs,),
-        actions_num=num_actions,
-        normalize_input=bool(config["normalize_input"]),
-        normalize_value=bool(config.get("normalize_value", False)),
-    )
+    normalize = bool(config["normalize_input"]), bool(config.get("normalize_value", False))
+    return _built_shapes(params, num_obs, num_actions, *normalize)
 
 
 def central_value_shapes(
@@ -186,30 +166,23 @@ def central_value_shapes(
         "model": central_value.get("model", {"name": "central_value"}),  # rl-games' default
         "network": central_value["network"],
     }
+    normalize_input = bool(central_value.get("normalize_input", False))
+    normalize_value = bool(config.get("normalize_value", False))
     shapes = _built_shapes(
-        copy.deepcopy(params),
-        input_shape=(num_states,),
-        actions_num=num_actions,
-        normalize_input=bool(central_value.get("normalize_input", False)),
-        normalize_value=bool(config.get("normalize_value", False)),
+        copy.deepcopy(params), num_states, num_actions, normalize_input, normalize_value
     )
     return {f"model.{key}": shape for key, shape in shapes.items()}  # it is the trainer's .model
 
 
 def _built_shapes(
-    params: dict[str, Any],
-    *,
-    input_shape: Shape,
-    actions_num: int,
-    normalize_input: bool,
-    normalize_value: bool,
+    params: dict[str, Any], width: int, actions: int, normalize_input: bool, normalize_value: bool
 ) -> dict[str, Shape]:
     import torch
     from rl_games.algos_torch.model_builder import ModelBuilder
 
     build = {
-        "input_shape": input_shape,
-        "actions_num": actions_num,
+        "input_shape": (width,),
+        "actions_num": actions,
         "value_size": 1,  # our envs report no other
         "num_seqs": 1,  # sizes recurrent states only, which are not saved
         "normalize_input": normalize_input,
@@ -227,12 +200,10 @@ def _first_difference(found: Mapping[str, Any], expected: dict[str, Shape], who:
         if key in shapes and shapes[key] != shape:
             have = "is not a tensor" if shapes[key] is None else f"has shape {shapes[key]}"
             return f"{key} {have}, {who} needs {shape}"
-    missing = [key for key in expected if key not in shapes]
-    if missing:
+    if missing := [key for key in expected if key not in shapes]:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         return f"{missing[0]}{more} is missing, {who} needs {expected[missing[0]]}"
-    extra = [key for key in shapes if key not in expected]
-    if extra:
+    if extra := [key for key in shapes if key not in expected]:
         more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
         return f"{extra[0]}{more} is not part of the network {who} builds"
     return None

@@ -1,10 +1,6 @@
 """What an rl-games learner's epoch did besides its losses: the optimizer steps it asked for,
-those its gradient scaler skipped, and where its wall time went.
-
-A gradient scaler skips any step whose gradients hold an inf or a NaN, and replicas that all
-skip stay identical and finite: "finite" is not "learning". So every epoch counts its skips.
-
-The wall time is split into stages (seconds on the host clock):
+those its gradient scaler skipped (inf/NaN gradients: replicas that all skip stay finite but do
+not learn), and where its wall time went, in stages (seconds on the host clock):
 
 - ``env_step``: the physics, rewards and resets (rl-games' env step, hand-offs left out);
 - ``handoff``: buffers crossing between torch and JAX (actions in, step outputs out);
@@ -13,9 +9,8 @@ The wall time is split into stages (seconds on the host clock):
 - ``collectives``: waiting in exchanges with the other GMIs;
 - ``other``: the rest (rl-games' bookkeeping between steps, statistics, the epoch's end).
 
-On a GPU each framework queues work asynchronously, so a stage is charged when the host waits
-for it; ``gmi.debug.sync=true`` makes the host wait at every env step and collective, which
-charges the device's time where it is spent.
+On a GPU a stage is charged when the host waits for its queued work; ``gmi.debug.sync=true``
+makes the host wait at every env step and collective, charging the device's time where spent.
 """
 
 from __future__ import annotations
@@ -37,12 +32,8 @@ class EpochWork:
 
     def vector(self) -> list[float]:
         """``[updates, skipped, collectives, *seconds in STAGES order]``, for gathering."""
-        return [
-            float(self.updates),
-            float(self.skipped),
-            float(self.collectives),
-            *(self.stages.get(s, 0.0) for s in STAGES),
-        ]
+        counts = (self.updates, self.skipped, self.collectives)
+        return [*map(float, counts), *(self.stages.get(s, 0.0) for s in STAGES)]
 
 
 def skipped_text(updates: int, skipped: int) -> str:
@@ -60,18 +51,13 @@ def optimizer_steps(optimizer: Any) -> int | None:
     the first), or None for an optimizer that keeps no count."""
     if not optimizer.state:
         return 0
-    for state in optimizer.state.values():
-        if "step" in state:
-            return int(state["step"])
-    return None
+    return next((int(s["step"]) for s in optimizer.state.values() if "step" in s), None)
 
 
 class EpochMeter:
-    """Counts one learner's steps and stage seconds between :meth:`start` and :meth:`finish`.
-
-    The learner adds what it times itself (:meth:`add`); cumulative clocks kept elsewhere
-    (the env's hand-off seconds, a group's collective seconds and count) are read at both
-    ends."""
+    """Counts one learner's steps and stage seconds between :meth:`start` and :meth:`finish`:
+    what it times itself (:meth:`add`), and cumulative clocks kept elsewhere (the env's hand-off
+    seconds, a group's collective seconds and count) read at both ends."""
 
     def __init__(self):
         self.updates = 0  # optimizer steps asked for, over the whole run

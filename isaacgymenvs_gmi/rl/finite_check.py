@@ -1,14 +1,10 @@
 """Stop training at the first epoch that leaves a NaN or an infinity in the learner's state, its
 losses or the rewards it would report.
 
-A policy whose weights (or normaliser statistics) went non-finite never recovers: every later
-action is NaN, the physics integrates NaN states that never trip a termination check, and the
-run burns its budget printing ``nan`` or nothing. With mixed precision (rl-games' bf16 autocast
-and gradient scaler) the weights can stay finite while every update is skipped (the scaler drops
-non-finite gradients), so the epoch's losses are checked too, and the mean reward about to be
-reported. The check runs before the epoch's progress line, statistics and checkpoints, so none of
-them comes from a non-finite epoch.
-Checking once per epoch costs one device sync.
+Non-finite weights never recover: every later action is NaN and the run burns its budget. With
+mixed precision the weights can stay finite while the scaler skips every update, so the epoch's
+losses and the mean reward about to be reported are checked too. The check (one device sync per
+epoch) runs before the epoch's progress line, statistics and checkpoints.
 """
 
 from __future__ import annotations
@@ -57,8 +53,7 @@ def epoch_values(result: Sequence[Any], mean_reward: Any = None) -> dict[str, An
 
 
 def non_finite_values(values: Mapping[str, Any]) -> list[str]:
-    """Names in ``values`` (each a number, array or tensor, or a list of them) holding NaN or
-    inf."""
+    """Names in ``values`` (numbers, arrays or tensors, or lists of them) holding NaN or inf."""
     bad = []
     for name, value in values.items():
         items = value if isinstance(value, list | tuple) else [value]
@@ -66,9 +61,8 @@ def non_finite_values(values: Mapping[str, Any]) -> list[str]:
         others = [np.asarray(x, np.float64) for x in items if not isinstance(x, torch.Tensor)]
         finite = all(np.isfinite(x).all() for x in others)
         if finite and tensors:  # one device sync per name
-            finite = bool(
-                torch.isfinite(torch.cat([t.to(tensors[0].device) for t in tensors])).all()
-            )
+            joined = torch.cat([t.to(tensors[0].device) for t in tensors])
+            finite = bool(torch.isfinite(joined).all())
         if not finite:
             bad.append(name)
     return bad

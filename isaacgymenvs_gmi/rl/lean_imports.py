@@ -1,24 +1,17 @@
 """Import less of rl-games: its test networks, and torch's compiler, only on use.
 
-Importing rl-games' trainer pulls in ``rl_games.envs``, whose ``__init__`` imports the test
-networks (``testnet``, ``simplenet``, ``testnet_aux_loss``); one of them is decorated with
-``torch.compile`` at import, which loads ``torch._inductor`` (about 0.6 s per process, paid again
-in every GMI). :func:`defer_rl_games_test_networks` puts the ``rl_games.envs`` package in place
-without running its ``__init__`` (its submodules import as usual) and registers the three
-networks under their names so that their module is imported when a config asks for one.
-rl-games' files are not touched. Call it before anything imports ``rl_games.common``.
+``rl_games.envs``' ``__init__`` imports rl-games' test networks, one decorated with
+``torch.compile`` at import, which loads ``torch._inductor`` (about 0.6 s per GMI).
+:func:`defer_rl_games_test_networks` puts the package in place without running its ``__init__``
+and registers the three networks to import their module when a config asks for one. Call it
+before anything imports ``rl_games.common``.
 
-rl-games' trainer module imports ``torch._dynamo`` (torch's compiler) at its top, only to set
-one option; torch's optimizer imports it on its first ``add_param_group``, only to mark a few
-methods "never compile", and on every ``step``, only to call ``graph_break()``, which does
-nothing outside compiled code; ``torch.distributed`` clears the compiler's caches when it finds
-the module imported. That is about 1.1 s per process, though a run that does not
-``torch.compile`` never uses the compiler. :func:`defer_torch_compiler` puts a stand-in in its
-place that serves exactly those uses as the real module would outside compiled code (options
-set on ``config`` are recorded; ``graph_break()`` does nothing, nor does clearing caches that
-were never filled; the optimizer's marked methods run as themselves). Anything else asked of
-it (``torch.compile``, say) imports the real module, which then receives the recorded options
-and marks its methods again.
+rl-games' trainer, torch's optimizer and ``torch.distributed`` import ``torch._dynamo`` only to
+set one option, mark a few methods "never compile", call ``graph_break()`` (a no-op outside
+compiled code) and clear its caches: about 1.1 s per process that never compiles.
+:func:`defer_torch_compiler` puts a stand-in in its place that serves exactly those uses as the
+real module would outside compiled code; anything else asked of it (``torch.compile``, say)
+imports the real module, which then receives the recorded options and marks its methods again.
 """
 
 from __future__ import annotations
@@ -55,11 +48,7 @@ def defer_rl_games_test_networks() -> bool:
 
 
 def _on_first_use(cls: str):
-    def build():
-        module = importlib.import_module("rl_games.envs.test_network")
-        return getattr(module, cls)()
-
-    return build
+    return lambda: getattr(importlib.import_module("rl_games.envs.test_network"), cls)()
 
 
 COMPILER = "torch._dynamo"
@@ -94,10 +83,6 @@ def _run_unmarked() -> list:
     return unmarked
 
 
-def _graph_break(msg: str = "") -> None:
-    """Outside compiled code the real one does nothing either."""
-
-
 class _RecordedConfig:
     """Takes ``config.<option> = value`` and keeps it; reads an option set here back, and any
     other from the real compiler (importing it)."""
@@ -121,7 +106,7 @@ class _CompilerStandIn(types.ModuleType):
     def __init__(self, name: str, unmarked: list):
         super().__init__(name)
         self.config = _RecordedConfig(self._load)
-        self.graph_break = _graph_break
+        self.graph_break = lambda msg="": None  # as the real one outside compiled code
         # trace_rules of a compiler that never ran: its caches are empty
         self.trace_rules = types.SimpleNamespace(clear_lru_cache=lambda: None)
         self._unmarked = unmarked

@@ -1,25 +1,14 @@
 """``gmi.debug.trace_nonfinite``: where a training run's first non-finite value appeared.
 
-The learner check (:mod:`.finite_check`) stops a run after the first epoch with a NaN or inf in
-its losses, but an epoch's losses are means over its minibatches, whose forward passes are gone by
-then. With the trace on, the agent copies its weights before every minibatch (a few hundred
-kilobytes). At the first minibatch whose losses are not finite it replays that minibatch's forward
-pass on a copy of the model that holds those weights and the normaliser statistics the forward
-used: eagerly (never compiled), under the training's autocast twice, then in float32, with a hook
-on every module. The report says:
+The learner check (:mod:`.finite_check`) sees only an epoch's mean losses, after the forward
+passes are gone. With the trace on, the agent copies its weights before every minibatch; at the
+first minibatch with non-finite losses it replays that forward pass on a copy of the model with
+those weights and normaliser statistics, eagerly, under the training's autocast twice, then in
+float32, with a hook on every module. The report gives the minibatch, loss scale and learning
+rate, each input's range and the largest weights, each replay's non-finite outputs and the first
+module to go non-finite from finite inputs, and a verdict (:func:`verdict`).
 
-- the minibatch, the loss scale and the learning rate;
-- the range of each input (observations, actions, advantages, returns, the rollout's mu and
-  sigma) and the largest weights;
-- for each replay, the outputs with non-finite rows and the first module whose output went
-  non-finite from finite inputs;
-- a verdict: finite replays put the cause in that minibatch's own forward pass (its compiled
-  code, or memory written meanwhile by someone else), not in its weights or inputs; non-finite
-  only under autocast puts it in reduced precision or its kernels; non-finite in float32 puts it
-  in the weights or inputs.
-
-One report per run and GMI; training then goes on to the learner check, which stops it.
-Feed-forward policies only (rl-games' continuous A2C without a recurrent layer).
+One report per run and GMI; the learner check then stops the run. Feed-forward policies only.
 """
 
 from __future__ import annotations
@@ -64,8 +53,7 @@ class TensorStats:
         rows = (~finite).reshape(t.shape[0], -1).any(1) if t.dim() else ~finite.reshape(1)
         values = t[finite].float().abs()
         biggest = float(values.max()) if values.numel() else float("nan")
-        dtype = str(t.dtype).removeprefix("torch.")
-        return cls(tuple(t.shape), dtype, int(rows.sum()), biggest)
+        return cls(tuple(t.shape), str(t.dtype).removeprefix("torch."), int(rows.sum()), biggest)
 
     def __str__(self) -> str:
         rows = self.shape[0] if self.shape else 1
@@ -102,11 +90,8 @@ def plain_module(model: torch.nn.Module) -> torch.nn.Module:
 def _tensors(x: Any) -> Iterable[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         yield x
-    elif isinstance(x, (tuple, list)):
-        for item in x:
-            yield from _tensors(item)
-    elif isinstance(x, dict):
-        for item in x.values():
+    elif isinstance(x, (tuple, list, dict)):
+        for item in x.values() if isinstance(x, dict) else x:
             yield from _tensors(item)
 
 
@@ -162,22 +147,16 @@ def replay(
                 shown = ", ".join(str(s) for s in outs if s.bad_rows)
                 inputs_max = max((TensorStats.of(t).max_abs for t in ins), default=float("nan"))
                 linear, kernel = _linear_check(module, ins, output)
-                first.append(
-                    (
-                        f"{name} ({type(module).__name__}) from finite inputs "
-                        f"(max|x| {inputs_max:.3g}): {shown}{linear}",
-                        kernel,
-                    )
-                )
+                where = f"{name} ({type(module).__name__}) from finite inputs"
+                first.append((f"{where} (max|x| {inputs_max:.3g}): {shown}{linear}", kernel))
 
         return hook
 
-    watched = [
-        (n, m)
+    handles = [
+        m.register_forward_hook(watch(n))
         for n, m in replica.named_modules()
         if n and not isinstance(m, torch.jit.ScriptModule)  # rl-games scripts its normalisers
     ]
-    handles = [m.register_forward_hook(watch(n)) for n, m in watched]
     cast = autocast and torch.cuda.is_available()
     try:
         with torch.no_grad(), torch.amp.autocast("cuda", enabled=cast, dtype=AUTOCAST_DTYPE):

@@ -7,17 +7,13 @@ from rl_games.common.algo_observer import AlgoObserver
 
 
 class EpisodeStatsObserver(AlgoObserver):
-    """Averages ``extras['episode_return'/'episode_length']`` of episodes that ended.
-
-    Writes ``episode/reward`` and ``episode/length`` (per frame, epoch and wall time) each time
-    rl-games writes its statistics, and keeps the latest means for callers (``mean_reward``).
-    The console shows them on the run's progress line, not here.
-    """
+    """Averages ``extras['episode_return'/'episode_length']`` of episodes that ended into
+    ``episode/reward`` and ``episode/length`` (per frame, epoch and wall time) each time rl-games
+    writes its statistics; keeps the latest means (``mean_reward``) for the progress line."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.algo = None
-        self.writer = None
+        self.algo = self.writer = None
         self._sums = torch.zeros(2, dtype=torch.float64)
         self._count = 0
         self.mean_reward: float | None = None

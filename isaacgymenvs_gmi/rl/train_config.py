@@ -22,11 +22,8 @@ def rlgames_params(
     train_dir: str | None = None,
 ) -> dict[str, Any]:
     """A copy of ``train_params`` (the resolved ``train.params``) with the run-time settings
-    IsaacGymEnvs adds for one process; ``train_dir`` (when given) replaces the run folder, for
-    a GMI that must leave nothing in the user's.
-
-    Never passes ``multi_gpu`` through: rl-games would call ``init_process_group("nccl")`` itself.
-    """
+    IsaacGymEnvs adds for one process; ``train_dir`` (when given) replaces the run folder. Never
+    passes ``multi_gpu`` through: rl-games would call ``init_process_group("nccl")`` itself."""
     params = copy.deepcopy(train_params)
     params["seed"] = seed
     # rl-games sizes torch's pool from os.cpu_count(), blind to a GMI's core set: two OpenMP

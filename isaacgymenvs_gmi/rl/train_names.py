@@ -1,12 +1,10 @@
 """Up-front check of the names and switches rl-games looks up in ``train.params``.
 
-rl-games looks ``algo.name``, ``model.name``, ``network.name``, activation and initializer names
-up in its factories only while it builds the agent, and hands ``config.reward_shaper`` to
-``DefaultRewardsShaper(**...)`` as is: a typo fails in every GMI 20-50 s after start. This
-check refuses the same configs before any process starts, naming the key and the values allowed.
-The names come from rl-games itself when the check runs: its live factories (networks and models
-registered at run time count) and, for the Runner's algorithms, its source. Only keys present
-are checked; ``${...}`` values (not resolved yet) are skipped.
+rl-games looks names up in its factories only while it builds the agent (and hands
+``config.reward_shaper`` to ``DefaultRewardsShaper(**...)`` as is): a typo fails in every GMI
+20-50 s after start. This check refuses it before any process starts, naming the key and the
+values allowed, taken from rl-games' live factories and, for the Runner's algorithms, its
+source. Only keys present are checked; ``${...}`` values (not resolved yet) are skipped.
 """
 
 from __future__ import annotations
@@ -26,8 +24,8 @@ from isaacgymenvs_gmi.config.schema import FLAG, Real
 _PREFIX = "train.params"
 _MISSING = object()  # a key not there (None is a value rl-games would look up)
 
-# The keys rl-games' own network builders (A2C, ResNet, SAC, RND) read through their
-# activation and initializer factories: code paths, not a registry, so they are listed here.
+# The keys rl-games' own network builders read through their activation and initializer
+# factories (code paths, not a registry).
 _ACTIVATION_KEYS = (
     "mlp.activation",
     "cnn.activation",
@@ -45,8 +43,7 @@ _INITIALIZER_KEYS = (
 _RNN_NAMES = ("identity", "lstm", "gru")
 
 # The switches rl-games' PPO and central value read with ``if`` (a string, "False" too, counts as
-# true): each read by its own ``config.get`` in several modules, no list to import. Not here:
-# ``multi_gpu``, ``population_based_training`` and ``print_stats``, which every GMI overwrites.
+# true); not ``multi_gpu``, ``population_based_training`` or ``print_stats``, which GMIs overwrite.
 _SWITCHES = (
     "clip_actions",
     "clip_value",
@@ -74,13 +71,8 @@ _NETWORKS = "rl_games.algos_torch.model_builder", "NetworkBuilder", "network_fac
 
 
 def check_rlgames_names(train_params: Mapping[str, Any]) -> None:
-    """Check the rl-games names and switches in ``train.params`` (its ``algo``, ``model``,
-    ``network`` and ``config`` sections).
-
-    Raises:
-        ConfigError: naming the dotted key (``train.params.network.mlp.activation``, ...), the
-            value and the values rl-games accepts there.
-    """
+    """Check the rl-games names and switches in ``train.params``; raises :class:`ConfigError`
+    naming the dotted key, the value and the values rl-games accepts there."""
     from rl_games.algos_torch import model_builder
 
     from .lean_imports import defer_rl_games_test_networks
@@ -133,9 +125,8 @@ def _model_and_network(prefix: str, params: Mapping, models: Iterable, networks:
 
 def _switches(prefix: str, config: Mapping) -> None:
     for name in _SWITCHES:
-        value = config.get(name)
-        if name in config and not _unresolved(value):
-            FLAG.check(f"{prefix}.{name}", value)
+        if name in config and not _unresolved(config[name]):
+            FLAG.check(f"{prefix}.{name}", config[name])
 
 
 def _reward_shaper(key: str, shaper: Any) -> None:
@@ -168,8 +159,8 @@ def _name(key: str, value: Any, allowed: Iterable[str], what: str) -> None:
 @functools.cache
 def _registered(module: str, cls: str, factory: str) -> frozenset[str]:
     """The names class ``cls`` of ``module`` passes to ``self.<factory>.register_builder``, read
-    from its source: importing rl-games' Runner would load its trainer (1-2 s) and building one
-    sets torch's global TF32 and cuDNN flags. Empty when there is no source to read."""
+    from its source (importing the Runner costs 1-2 s and building one sets torch's global TF32
+    and cuDNN flags). Empty when there is no source to read."""
     spec = importlib.util.find_spec(module)
     get_source = getattr(spec.loader, "get_source", None) if spec else None
     source = get_source(module) if get_source else None
@@ -178,17 +169,12 @@ def _registered(module: str, cls: str, factory: str) -> frozenset[str]:
         if not (isinstance(node, ast.ClassDef) and node.name == cls):
             continue
         for call in ast.walk(node):
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "register_builder"
-                and isinstance(call.func.value, ast.Attribute)
-                and call.func.value.attr == factory
-                and call.args
-                and isinstance(call.args[0], ast.Constant)
-                and isinstance(call.args[0].value, str)
-            ):
-                names.add(call.args[0].value)
+            match call:
+                case ast.Call(
+                    func=ast.Attribute(attr="register_builder", value=ast.Attribute(attr=owner)),
+                    args=[ast.Constant(value=str() as name), *_],
+                ) if owner == factory:
+                    names.add(name)
     return frozenset(names)
 
 
@@ -210,9 +196,8 @@ _QUOTED_NAME = re.compile(r"""['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")
 
 @functools.cache
 def rlgames_names() -> frozenset[str]:
-    """Every quoted identifier in rl-games' agent, player, network and runner modules: a
-    superset of the ``train.params.config`` keys it can read (a key it never spells, it never
-    reads). Read from its source, without importing it."""
+    """Every quoted identifier in the source of rl-games' agent, player, network and runner
+    modules: a superset of the ``train.params.config`` keys it can read."""
     spec = importlib.util.find_spec("rl_games")
     if spec is None or spec.origin is None:
         return frozenset()
@@ -227,9 +212,7 @@ def rlgames_names() -> frozenset[str]:
 def unread_train_config_keys(train_params: Mapping[str, Any]) -> list[str]:
     """``train.params.config.*`` keys rl-games never reads (accepted and ignored by it)."""
     config = train_params.get("config")
-    if not isinstance(config, Mapping):
-        return []
-    names = rlgames_names()
+    names = rlgames_names() if isinstance(config, Mapping) else None
     if not names:
         return []
     return [f"{_PREFIX}.config.{key}" for key in config if str(key) not in names]

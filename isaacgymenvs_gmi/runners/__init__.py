@@ -1,10 +1,7 @@
 """The modes, each a plug-in: what a GMI does once it is placed, bound and joined to its group.
-
-A mode (:class:`~.mode.Mode`) checks the plan before start and gives the body every GMI runs;
-a body takes a :class:`~isaacgymenvs_gmi.gmi.context.GmiContext` and returns GMI 0's
-:class:`RunResult`. :data:`MODES` maps ``gmi.mode`` to its mode; a new mode is a new package
-beside ``sync_ppo`` exporting ``MODE`` and an entry here, not a branch in the launcher. Modes
-import what they share from :mod:`.shared`, never from each other.
+:data:`MODES` maps ``gmi.mode`` to its :class:`~.mode.Mode`; a new mode is a new package beside
+``sync_ppo`` exporting ``MODE`` and an entry here. Modes import what they share from
+:mod:`.shared`, never from each other.
 """
 
 from __future__ import annotations
@@ -68,8 +65,7 @@ def chosen_mode(cfg: Any, name: str) -> Mode:
 
 
 def _refuse_others_groups(cfg: Any, asked: Mode) -> None:
-    """Another mode's own settings (checked as that mode would) must be left at their defaults:
-    set, they would change nothing in this run."""
+    """Another mode's own settings must be left at their defaults (they would change nothing)."""
     for mode in MODES.values():
         if not mode.group or mode is asked:
             continue

@@ -15,17 +15,14 @@ class RunResult:
     history: list[tuple[int, float, float]] = field(default_factory=list)
     # (frame, wall time s, mean reward) per report, training only
     stopped_by: int | None = None  # the signal that ended training early (graceful stop)
-    ended_by: str | None = None  # else the limit that ended it: "max_epochs", "max_frames",
-    # "score_to_win" (None: not known)
+    ended_by: str | None = None  # else the limit that ended it ("max_epochs", ...; None: unknown)
     checkpoint: str | None = None  # the checkpoint GMI 0 wrote last
     rates: dict[str, float] = field(default_factory=dict)
-    # throughput over the last window without warm-up, per second, all GMIs: "pps"
-    # (predictions, async and serve), "ttop" (samples trained on, async)
+    # per second over the last window after warm-up, all GMIs: "pps" (predictions), "ttop" (async)
     epoch_rates: list[float] = field(default_factory=list)
     # sync training: env steps/s of all GMIs in each epoch, over its wall time
     channels: dict = field(default_factory=dict)
-    # async: transitions "produced", "consumed", "dropped", "in_flight"; "lag": policy lag ->
-    # chunks trained on
+    # async: transitions "produced", "consumed", "dropped", "in_flight"; "lag": lag -> chunks
     skipped_steps: int = 0  # optimizer steps the gradient scaler skipped (inf/NaN gradients)
     epoch_split: list[dict[str, list[float]]] = field(default_factory=list)
     # sync training: per epoch, stage (rl.epoch_work.STAGES) -> seconds on each GMI
@@ -33,9 +30,8 @@ class RunResult:
 
     @classmethod
     def of_training(cls, observer: Any, lead: bool = True) -> RunResult:
-        """A run of rl-games' agent (``observer.algo``): ``observer``'s episode statistics
-        (``rl.observer.EpisodeStatsObserver``) and the agent's frames, stop and limit; its run
-        folder and last checkpoint where this GMI ``lead``s (writes them)."""
+        """A run of rl-games' agent (``observer.algo``, an ``EpisodeStatsObserver``'s): its
+        statistics, frames, stop and limit; run folder and checkpoint where this GMI ``lead``s."""
         algo = observer.algo
         audit = getattr(algo, "audit", None)
         return cls(

@@ -12,11 +12,9 @@ from .world_params import WorldUpdate
 
 
 class PhysicsBackend(abc.ABC):
-    """N worlds of one task, stepped with the shared :class:`StepLogic`.
-
-    Subclasses keep the episode buffers in ``self._bufs`` (or override :attr:`totals` and
-    :attr:`progress`). A = actions per env, O = observations per env, Q/V = qpos/qvel sizes.
-    """
+    """N worlds of one task, stepped with the shared :class:`StepLogic`; episode buffers in
+    ``self._bufs`` (or override :attr:`totals` and :attr:`progress`). A/O/Q/V: actions,
+    observations, qpos and qvel sizes per env."""
 
     name: str
     logic: StepLogic
@@ -28,10 +26,8 @@ class PhysicsBackend(abc.ABC):
 
     @abc.abstractmethod
     def step(self, actions: jax.Array | np.ndarray) -> jax.Array | StepOutput:
-        """One env step of every world with ``actions`` (N, A), finished worlds reset in place.
-
-        Returns the ``StepLogic.pack``-ed outputs (N, O + 5) on the simulation device, or for a
-        host backend a ``StepOutput`` of numpy arrays."""
+        """One env step with ``actions`` (N, A), finished worlds reset in place; returns the
+        ``StepLogic.pack``-ed (N, O + 5) on the device, or a host backend's numpy StepOutput."""
 
     @abc.abstractmethod
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
@@ -43,8 +39,7 @@ class PhysicsBackend(abc.ABC):
 
     @abc.abstractmethod
     def apply_world(self, update: WorldUpdate) -> None:
-        """Domain randomisation: new model fields for worlds ``update.rows`` and, when given,
-        new gravity for all; they take effect from the next step."""
+        """New model fields for worlds ``update.rows`` (and gravity), from the next step on."""
 
     @abc.abstractmethod
     def close(self) -> None:

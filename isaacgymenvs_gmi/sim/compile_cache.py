@@ -1,17 +1,11 @@
-"""A persistent XLA compilation cache for everything the physics jits (the task logic on the C
-engine, the MJX step and rollout), shared by a run's GMIs, later runs and the planner's trials.
+"""A persistent XLA compilation cache for everything the physics jits, shared by a run's GMIs,
+later runs and the planner's trials.
 
-``gmi.compile_cache``: ``auto`` (default: ``$XDG_CACHE_HOME/isaacgymenvs_gmi/xla``, else
-``~/.cache/...``), ``off``, or a folder. JAX's cache key holds the program, jaxlib's version, the
-XLA flags and the device kind, but not the CPU's instruction set, so entries live in a subfolder
-named by this machine's CPU (:func:`machine_key`): a cache copied to another machine is never
-read there. The cache is bounded (:data:`MAX_BYTES`, least recently used entries go first); with
-a bound JAX writes under a file lock. :func:`compile_counts` counts, per process, the programs
-loaded from the cache and those compiled. ``python -m isaacgymenvs_gmi.sim.compile_cache``
-prints the folder and its size; ``--clear`` empties it.
-
-Set before JAX starts (through the environment, which spawned GMIs inherit) or, where JAX is
-already imported, through its config.
+``gmi.compile_cache``: ``auto`` (``$XDG_CACHE_HOME/isaacgymenvs_gmi/xla``, else ``~/.cache/...``),
+``off``, or a folder. JAX's cache key omits the CPU's instruction set, so entries live in a
+subfolder per CPU (:func:`machine_key`), bounded by :data:`MAX_BYTES` (least recently used go).
+``python -m isaacgymenvs_gmi.sim.compile_cache`` prints the folder and its size; ``--clear``
+empties it.
 """
 
 from __future__ import annotations
@@ -74,8 +68,7 @@ def cache_folder(setting: str) -> Path | None:
 
 
 def use_compile_cache(folder: Path | None) -> None:
-    """Compile through the cache in ``folder`` (None: no cache) in this process and in the
-    processes it starts from now on."""
+    """Compile through the cache in ``folder`` (None: none) here and in processes started later."""
     if folder is None:
         os.environ.pop(_JAX_ENV["dir"], None)
         _jax_update("jax_compilation_cache_dir", None)
@@ -100,9 +93,7 @@ def _jax_update(name: str, value) -> None:
 @dataclass
 class CompileCounts:
     """Programs this process asked XLA for: ``loaded`` from the persistent cache, ``compiled``
-    through it (and written), and ``uncached``: compiled outside it (no cache set, or a program
-    JAX cannot cache, e.g. one with host callbacks); and the stored programs
-    (:mod:`.stored_programs`): ``loaded_whole``, not even lowered."""
+    through it, ``uncached`` (compiled outside it), and stored programs ``loaded_whole``."""
 
     requests: int = 0
     loaded: int = 0
@@ -152,10 +143,6 @@ def compile_counts() -> CompileCounts:
     return _counts
 
 
-def _folder_bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 def main(argv: list[str]) -> int:
     setting = next((a.split("=", 1)[1] for a in argv if a.startswith("gmi.compile_cache=")), "auto")
     root = cache_root(setting)
@@ -166,7 +153,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(root, ignore_errors=True)
         print(f"cleared {root}")
         return 0
-    size = _folder_bytes(root) if root.exists() else 0
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
     print(f"{root}: {size / 2**20:.1f} MiB (this machine: {cache_folder(setting)})")
     return 0
 

@@ -1,5 +1,5 @@
-"""The one place a GMI builds its env: our VecTask over MuJoCo for a :class:`TaskLogic`, or a
-VecTask-shaped class of the user's as it is (:mod:`.foreign`)."""
+"""The one place a GMI builds its env: our VecTask for a :class:`TaskLogic`, or a user's
+VecTask-shaped class as it is (:mod:`.foreign`)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,8 @@ def make_env(
     headless: bool = True,
     debug: DebugSettings | None = None,
 ) -> VecTask | ForeignVecTask:
-    """The env of task ``task_config['name']`` with ``task_config['env']['numEnvs']`` envs.
-
-    ``physics``, ``seed`` and ``debug`` (``gmi.debug.*``) apply to our tasks; a VecTask class
-    builds its own simulation on ``sim_device`` (torch's global seed, set by the caller, is what
-    it sees)."""
+    """The env of task ``task_config['name']`` with ``task_config['env']['numEnvs']`` envs;
+    ``physics``, ``seed`` and ``debug`` apply to our tasks (a VecTask class uses torch's seed)."""
     cls = get_task_class(task_config["name"])
     if is_task_logic(cls):
         compile_counts()  # count this process's XLA programs from the first one on

@@ -1,13 +1,10 @@
 """A task class with IsaacGymEnvs' ``VecTask`` interface, run as it is (no MuJoCo, no JAX).
 
-Seen from above the simulator an Isaac Gym task is a batch of envs in torch: IsaacGymEnvs builds it
-as ``Task(cfg=task_config, rl_device=, sim_device=, graphics_device_id=, headless=,
-virtual_screen_capture=, force_render=)``, and ``step(actions (N, A))`` returns
-``(obs_dict {'obs': (N, num_obs)[, 'states': (N, num_states)]}, rew (N,), reset (N,), extras)``
-with the envs that ended already reset inside. Any class with that shape (a user's own, or one
-from ``isaacgymenvs``' task map) trains under GMIs through :class:`ForeignVecTask`, which adds
-what our runners read beyond the interface: each finished episode's return and length in
-``extras`` and the mean over all finished episodes.
+IsaacGymEnvs builds such a task as ``Task(cfg=task_config, rl_device=, sim_device=,
+graphics_device_id=, headless=, virtual_screen_capture=, force_render=)``; ``step(actions (N, A))``
+returns ``(obs_dict {'obs': (N, num_obs)[, 'states': (N, num_states)]}, rew (N,), reset (N,),
+extras)`` with ended envs already reset. :class:`ForeignVecTask` adds what our runners read
+beyond that: each finished episode's return and length, and their means.
 """
 
 from __future__ import annotations
@@ -42,8 +39,8 @@ def build_vec_task(
 
 
 def preflight_vec_task(cls: type, task_config: dict[str, Any]) -> TaskFootprint:
-    """Build a small instance of ``cls`` on the CPU to learn its widths before any GMI starts; a
-    class that cannot be built with this config is refused naming the task."""
+    """Widths of ``cls`` from a small instance built on the CPU (ConfigError naming the task
+    when it cannot be built)."""
     small = {**task_config, "env": {**task_config["env"], "numEnvs": PREFLIGHT_ENVS}}
     name = task_config.get("name")
     try:
@@ -60,13 +57,9 @@ def preflight_vec_task(cls: type, task_config: dict[str, Any]) -> TaskFootprint:
 
 
 class ForeignVecTask:
-    """A VecTask-shaped env (``env``) with per-env episode bookkeeping added.
-
-    ``extras`` of every step gains ``episode_return`` and ``episode_length`` (N,): the totals
-    of each env's current episode including this step (final for the envs in ``reset``).
-    ``states_for_critic``: publish ``obs_dict['states']`` = the observations when the task has
-    no privileged states. Every other attribute is the wrapped env's.
-    """
+    """A VecTask-shaped ``env`` (other attributes are its own) whose step ``extras`` gain
+    ``episode_return`` and ``episode_length`` (N,) including this step. ``states_for_critic``:
+    ``obs_dict['states']`` = the observations when the task has no privileged states."""
 
     def __init__(self, env: Any, states_for_critic: bool = False):
         self.env = env
@@ -120,19 +113,19 @@ class ForeignVecTask:
             return self._with_states(obs_dict), done
         return self.reset(), torch.zeros(0, dtype=torch.long, device=self.device)
 
+    def _call_own(self, name: str, *args, **kwargs) -> Any:
+        """The wrapped env's method ``name`` called with the arguments (None if it has none)."""
+        own = getattr(self.env, name, None)
+        return own(*args, **kwargs) if callable(own) else None
+
     def set_train_info(self, env_frames, *args, **kwargs) -> None:
-        own = getattr(self.env, "set_train_info", None)
-        if callable(own):
-            own(env_frames, *args, **kwargs)
+        self._call_own("set_train_info", env_frames, *args, **kwargs)
 
     def get_env_state(self) -> Any:
-        own = getattr(self.env, "get_env_state", None)
-        return own() if callable(own) else None
+        return self._call_own("get_env_state")
 
     def set_env_state(self, env_state: Any) -> None:
-        own = getattr(self.env, "set_env_state", None)
-        if callable(own):
-            own(env_state)
+        self._call_own("set_env_state", env_state)
 
     def episode_totals(self) -> tuple[float | None, float | None]:
         """Mean return and length of every episode finished so far (None before the first)."""
@@ -142,14 +135,11 @@ class ForeignVecTask:
         return total_return / count, total_length / count
 
     def as_gymnasium(self) -> GymnasiumView:
-        """These envs under gymnasium's ``Env`` API (five-value ``step``); ``render()`` is the
-        wrapped env's ``render(mode="rgb_array")``."""
+        """These envs under gymnasium's ``Env`` API."""
         return GymnasiumView(self)
 
     def close(self) -> None:
-        own = getattr(self.env, "close", None)
-        if callable(own):
-            own()
+        self._call_own("close")
 
     def _with_states(self, obs_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if self._states_from_obs:

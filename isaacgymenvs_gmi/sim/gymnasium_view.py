@@ -1,10 +1,10 @@
 """A VecTask seen through gymnasium's ``Env`` API, so that gymnasium's wrappers take it.
 
-IsaacGymEnvs' ``step`` returns four values (obs, reward, reset, extras), old gym's API, which
-is what rl-games reads; gymnasium (1.x) wrappers such as ``RecordVideo`` accept only a
-``gymnasium.Env`` whose ``step`` returns five (obs, reward, terminated, truncated, info) and
-whose ``reset`` returns (obs, info). :class:`GymnasiumView` is that ``Env`` over the same envs,
-nothing copied: ``truncated`` is ``extras['time_outs']`` and ``terminated`` the other resets.
+IsaacGymEnvs' ``step`` returns old gym's four values (obs, reward, reset, extras), which rl-games
+reads; gymnasium (1.x) wrappers such as ``RecordVideo`` want five (obs, reward, terminated,
+truncated, info) and ``reset`` -> (obs, info). :class:`GymnasiumView` is that ``Env`` over the
+same envs, nothing copied: ``truncated`` is ``extras['time_outs']``, ``terminated`` the other
+resets.
 """
 
 from __future__ import annotations
@@ -20,10 +20,7 @@ class GymnasiumView(gymnasium.Env):
     """``vec_task``'s N envs as one ``gymnasium.Env`` (torch tensors on its rl_device).
 
     ``step(actions (N, A)) -> (obs_dict {'obs': (N, num_obs)}, reward (N,), terminated (N,)
-    bool, truncated (N,) bool, extras)``; ``reset() -> (obs_dict, {})``; ``render()`` -> env 0
-    as an (H, W, 3) uint8 image. The spaces are one env's, as the VecTask's; every other
-    attribute (``num_envs``, ``num_actions``, ...) is the VecTask's.
-    """
+    bool, truncated (N,) bool, extras)``; ``render()`` -> env 0 as (H, W, 3) uint8."""
 
     render_mode = "rgb_array"
 
@@ -57,9 +54,7 @@ class GymnasiumView(gymnasium.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        """The current observations: the envs reset themselves as their episodes end.
-
-        ``seed`` is refused: the envs were seeded when they were built (``make(seed=...)``)."""
+        """The current observations (the envs reset themselves); ``seed`` is refused."""
         del options
         if seed is not None:
             raise ValueError(

@@ -1,32 +1,20 @@
 """Buffers crossing between torch and JAX, race-free by construction.
 
-Actions cross torch -> JAX and each env step's outputs JAX -> torch through DLPack. DLPack
-orders a consumer after its producer (the consumer's stream waits for the producer's), but it
-keeps nothing alive across frameworks: each allocator hands freed memory to its next kernel on
-its own stream, unaware that the other framework's stream may still read it. One process rarely
-loses that race; several MPS clients, each stream waiting longer, can.
+Actions cross torch -> JAX and step outputs JAX -> torch through DLPack, which orders the
+consumer's stream after the producer's but keeps nothing alive across frameworks: either
+allocator may hand freed memory to its next kernel while the other framework still reads it
+(rare in one process; several MPS clients can lose that race). The rule for every crossing:
 
-The rule, for every buffer that crosses:
+1. **Actions (torch -> JAX)** are copied into a tensor of ours, which JAX imports; both are held
+   until the step that reads them has finished (its outputs are ready).
+2. **Outputs (JAX -> torch), on a GPU**: torch copies them into torch-owned memory and records
+   an event after the copy; JAX's array and torch's view are held until that event has passed.
+3. **Release**: held buffers go oldest first once their condition holds, checked without
+   waiting at every hand-off; past ``limit`` held, the oldest is waited for.
 
-1. **Actions (torch -> JAX).** They are copied into a tensor of ours (nobody else holds it, so
-   nobody writes it), JAX imports that, and the tensor and JAX's view of it are held until the
-   step that reads them has finished: until that step's outputs are ready. Only then may
-   torch's allocator reuse the memory.
-2. **Outputs (JAX -> torch), on a GPU.** torch's stream waits for them (DLPack), copies them into
-   torch-owned memory, and records an event after the copy; JAX's array and torch's view of it
-   are held until that event has passed. What the learner sees is ordinary torch memory, whose
-   reuse torch's allocator orders by itself.
-3. **Release.** Held buffers are released oldest first once their condition holds, checked
-   without waiting at every hand-off. At most ``limit`` stay held: past that the oldest is
-   waited for. :meth:`HandOffs.close` waits for them all.
-
-On the CPU, torch's kernels have finished when they return and JAX's CPU client waits for a
-buffer before exporting it, so outputs stay zero-copy there; actions are held as on a GPU
-(JAX's CPU programs run asynchronously, reading torch's memory).
-
-``sync`` (``gmi.debug.sync``) also waits for the device around every hand-off. ``bare``
-(``gmi.debug.handoffs=bare``) passes buffers across zero-copy and unheld, as before this rule
-existed, only to show in a bisection what the rule changes.
+On the CPU outputs stay zero-copy (both frameworks have finished with them); actions are held
+as on a GPU (JAX's CPU programs run asynchronously). ``sync`` (``gmi.debug.sync``) also waits
+for the device at every hand-off; ``bare`` (``gmi.debug.handoffs=bare``) skips the rule.
 """
 
 from __future__ import annotations
@@ -54,8 +42,8 @@ class Event(Protocol):
 
 @dataclass
 class Held:
-    """Buffers kept alive until a consumer has passed them. ``passed``: non-blocking test;
-    ``wait``: blocks until it holds. ``what`` names them in tests and diagnostics."""
+    """Buffers (``refs``) kept alive until ``passed()`` (non-blocking); ``wait()`` blocks until
+    then. ``what`` names them in tests and diagnostics."""
 
     what: str
     refs: tuple[Any, ...]
@@ -73,19 +61,16 @@ class HoldLedger:
     def hold(self, item: Held) -> None:
         self._held.append(item)
         self.release_passed()
-        while len(self._held) > self.limit:
-            self._held[0].wait()
-            self._held.popleft()
+        self.drain(self.limit)
 
     def release_passed(self) -> None:
-        """Release, oldest first, every item whose consumer has passed it; stop at the first
-        one still in use (later ones were handed over later)."""
+        """Release, oldest first, every passed item; stop at the first one still in use."""
         while self._held and self._held[0].passed():
             self._held.popleft()
 
-    def drain(self) -> None:
-        """Wait for every held item, then release them all."""
-        while self._held:
+    def drain(self, keep: int = 0) -> None:
+        """Wait for and release the oldest items until at most ``keep`` are held."""
+        while len(self._held) > keep:
             self._held[0].wait()
             self._held.popleft()
 
@@ -109,9 +94,8 @@ def _cuda_event() -> Event:
 
 
 class HandOffs:
-    """The hand-offs of one env (:class:`~.vec_task.VecTask`) whose learner side is
-    ``device``. ``copy_outputs`` and ``record_event`` default to what ``device`` needs (a GPU:
-    copy, torch CUDA events); tests pass stand-ins."""
+    """The hand-offs of one :class:`~.vec_task.VecTask` whose learner is on ``device``;
+    ``copy_outputs`` and ``record_event`` default to what ``device`` needs (tests stub them)."""
 
     def __init__(
         self,
@@ -133,8 +117,8 @@ class HandOffs:
         self._step = 0
 
     def actions_to_jax(self, actions: torch.Tensor) -> jax.Array:
-        """(N, A) actions as a JAX array over memory of ours; call :meth:`stepped` with the
-        outputs of the step that reads them."""
+        """(N, A) float32 actions as a JAX array over memory of ours; call :meth:`stepped` with
+        the outputs of the step that reads them."""
         actions = actions.detach()
         if self.bare:
             return jax.dlpack.from_dlpack(actions.to(torch.float32).contiguous())
@@ -147,8 +131,7 @@ class HandOffs:
         return view
 
     def stepped(self, outputs: jax.Array) -> None:
-        """The step reading the last exported actions was dispatched and yields ``outputs``:
-        hold the actions until ``outputs`` are ready (the step has then finished)."""
+        """Hold the last exported actions until ``outputs`` of the step reading them are ready."""
         self._step += 1
         if self.sync:
             jax.block_until_ready(outputs)
@@ -160,8 +143,8 @@ class HandOffs:
         )
 
     def to_torch(self, x: jax.Array | np.ndarray) -> torch.Tensor:
-        """``x`` as a torch tensor on ``device`` that nothing of JAX's can overwrite while torch
-        reads it (zero-copy where that is already so)."""
+        """``x`` as a torch tensor on ``device`` that JAX cannot overwrite while torch reads it
+        (zero-copy where that is already so)."""
         view = torch.from_dlpack(x)
         if view.device != self.device:
             # host -> GPU from pageable memory is staged before the call returns; GPU -> host

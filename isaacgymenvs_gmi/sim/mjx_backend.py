@@ -41,8 +41,8 @@ class MjxBackend(PhysicsBackend):
         world: WorldUpdate | None = None,
         logic_key: bytes | None = None,
     ):
-        """``logic_key``: bytes naming everything ``logic`` was built from (the task config);
-        with it, the programs are stored in the compile cache (:mod:`.stored_programs`)."""
+        """``logic_key``: bytes naming all ``logic`` was built from (the task config); with it,
+        the programs are stored (:mod:`.stored_programs`)."""
         mjx = import_mjx()
         self.logic = logic
         self.device = device or jax.devices()[0]
@@ -61,13 +61,11 @@ class MjxBackend(PhysicsBackend):
         with jax.default_device(self.device):
             self._data = jit(blank_worlds, name="mjx_blank_worlds")()
         self._seed = seed
-        self._bufs: EnvBuffers | None = None
-        # pools used up, as counted by the last two steps (read one step late), and refilled
+        # pools used up per the last two steps (read one step late), and pools refilled
         self._switches: deque[jax.Array] = deque(maxlen=2)
         self._refilled = 0
         mx = self._mx
-        # constants of the programs below, kept as numpy arrays: made on the device they would
-        # each cost a small program of their own at every start
+        # numpy constants: device arrays would each cost a small program at every start
         index = np.asarray(logic.ctrl_index)
         scale = np.asarray(logic.ctrl_scale, np.float32)
         offset = np.asarray(logic.ctrl_offset, np.float32)
@@ -76,8 +74,7 @@ class MjxBackend(PhysicsBackend):
         def load(data, mask, qpos, qvel):
             return _load(data, mask, qpos, qvel, act_index)
 
-        # domain randomisation: per-world model fields (N, ...) and gravity (3,), arguments of
-        # the jitted step (new values need no recompile); empty / None without it
+        # randomised per-world model fields (N, ...) and gravity (3,): step arguments
         self._world: dict[str, jax.Array] = {}
         self._gravity: jax.Array | None = None
         if world is not None:
@@ -125,12 +122,9 @@ class MjxBackend(PhysicsBackend):
         return obs
 
     def step(self, actions) -> jax.Array:
-        """One env step for actions (N, num_actions): a JAX array, or anything DLPack-able.
-
-        Nothing here waits for the device: the step moves to the next pool of fresh episodes
-        by itself, with the MuJoCo backend's rule (so a seed gives the same episodes on both),
-        and the pool it leaves behind is refilled once the host reads, one step late, that
-        it was left: a pool lasts at least ``POOL_FACTOR - 1`` steps, more than that lag."""
+        """One env step for actions (N, A) (JAX, numpy or DLPack-able); nothing waits for the
+        device. The step turns to the next pool itself, by the MuJoCo backend's rule (same
+        episodes per seed); the pool left is refilled when the host reads that, a step late."""
         actions = jnp.asarray(actions) if isinstance(actions, np.ndarray) else actions
         if len(self._switches) == self._switches.maxlen:
             used_up = int(jax.device_get(self._switches[0]))  # two steps back: done by now
@@ -159,13 +153,9 @@ class MjxBackend(PhysicsBackend):
         return jax.device_put(np.asarray(values, np.float32), self.device)
 
     def set_physics_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        n = self.logic.num_envs
-        self._data = self._load(
-            self._data,
-            jnp.ones((n,), bool),
-            jnp.asarray(qpos, jnp.float32),
-            jnp.asarray(qvel, jnp.float32),
-        )
+        everyone = jnp.ones((self.logic.num_envs,), bool)
+        qpos, qvel = jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32)
+        self._data = self._load(self._data, everyone, qpos, qvel)
 
     def physics_state(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self._data.qpos), np.asarray(self._data.qvel)
@@ -182,11 +172,9 @@ def _model_bytes(model: mujoco.MjModel) -> bytes:
 
 
 def _for_device(model: mujoco.MjModel, device: jax.Device) -> mujoco.MjModel:
-    """On the CPU, a copy that factors the mass matrix sparsely: MJX's dense factorisation is a
-    batched LAPACK Cholesky, which jaxlib (0.10) runs on XLA's CPU thread pool and which
-    deadlocks there at a few dozen worlds or more (ShadowHand: 64 envs hang with every thread
-    idle). The sparse path is unrolled JAX, the same physics, and as fast here (ShadowHand,
-    32 envs: 1,540 vs 1,380 steps/s). GPUs keep MuJoCo's own choice."""
+    """On the CPU, a copy that factors the mass matrix sparsely: MJX's dense batched LAPACK
+    Cholesky deadlocks XLA's CPU thread pool (jaxlib 0.10) at a few dozen worlds or more; the
+    sparse path is the same physics, as fast. GPUs keep MuJoCo's own choice."""
     if device.platform != "cpu" or model.opt.jacobian == mujoco.mjtJacobian.mjJAC_SPARSE:
         return model
     sparse = copy.copy(model)

@@ -1,13 +1,10 @@
 """Import MJX without what only a few models use.
 
-``mujoco.mjx`` imports its mesh helpers (``mujoco.mjx._src.mesh``) at the top of its collision
-and model-transfer modules; they import trimesh and SciPy's spatial package, about 0.4 s of a
-start that otherwise takes a few seconds, though only models with box, mesh or height-field
-geoms ever call them (Ant, Humanoid, ... never do). :func:`import_mjx` registers that module to
-execute when a name it defines is first read, so the models that need it pay for it when they
-first call it, and the others never do. (The standard library's ``LazyLoader`` would not do:
-an ``import`` statement that finds the module reads its ``__spec__``, which executes it.)
-MuJoCo's files are not touched.
+``mujoco.mjx`` imports its mesh helpers (``mujoco.mjx._src.mesh``: trimesh and SciPy's spatial
+package, ~0.4 s of start-up) at the top of modules every model uses, though only models with box,
+mesh or height-field geoms call them. :func:`import_mjx` registers that module to execute when a
+name it defines is first read. (``importlib.util.LazyLoader`` would not do: an ``import`` that
+finds the module reads its ``__spec__``, which executes it.) MuJoCo's files are not touched.
 """
 
 from __future__ import annotations
@@ -38,11 +35,9 @@ def import_mjx():
 
 
 def import_on_first_use(name: str) -> bool:
-    """Register module ``name`` (a plain ``.py`` file inside an importable top-level package)
-    so that it executes when an attribute it defines is first read; its dunders (``__spec__``,
-    ``__file__``, ...) read without executing it, so ``import`` statements naming it do not
-    either. Its parent packages are not imported. Whether it is now registered (False: already
-    imported, or not found)."""
+    """Register module ``name`` (a plain ``.py`` file in an importable top-level package) to
+    execute when a name it defines is first read (not its dunders, so ``import`` statements do
+    not execute it; nor are its parents imported). Whether it is now registered."""
     if name in sys.modules:
         return False
     top, *inner = name.split(".")

@@ -1,8 +1,6 @@
-"""MuJoCo's C engine for all worlds of a GMI: batched, multithreaded, no Python loop per world.
-
-Physics runs in float64 through ``mujoco.rollout`` (a C++ thread pool over the worlds); the task
-rules run as one jitted JAX function per env step on the host, episode bookkeeping in numpy.
-"""
+"""MuJoCo's C engine for all worlds of a GMI: float64 physics through ``mujoco.rollout`` (a C++
+thread pool over the worlds), task rules as one jitted JAX call per env step on the host, episode
+bookkeeping in numpy."""
 
 from __future__ import annotations
 
@@ -34,19 +32,15 @@ def aligned_empty(shape: tuple[int, ...], dtype, alignment: int = 64) -> np.ndar
 
 
 def shared_input(x: np.ndarray, device: jax.Device) -> jax.Array | np.ndarray:
-    """A JAX array on the CPU ``device`` over ``x``'s own memory: a jitted call reads what ``x``
-    holds when it runs, without a per-call transfer (~10-40 us per step after MuJoCo's physics).
-    ``x`` itself where the client would copy (unaligned memory).
-
-    JAX takes arrays for immutable: change ``x`` only while no call that reads it is in flight,
-    and never donate the view."""
+    """A JAX array on the CPU ``device`` over ``x``'s memory (``x`` itself where the client would
+    copy). JAX takes arrays for immutable: change ``x`` only while no call reading it is in
+    flight, and never donate the view."""
     view = jax.device_put(x, device)
     return view if view.unsafe_buffer_pointer() == x.ctypes.data else x
 
 
 def host_copy(x: jax.Array) -> np.ndarray:
-    """``x`` copied into a fresh 64-byte-aligned host array (read in place when passed to a
-    jitted call on the CPU)."""
+    """``x`` copied into a fresh 64-byte-aligned host array."""
     out = aligned_empty(x.shape, x.dtype)
     np.copyto(out, np.asarray(x))
     return out
@@ -70,17 +64,13 @@ class _HeldResult:
 
 def writable_view(result: jax.Array) -> np.ndarray:
     """A zero-copy, writable numpy view of the CPU array ``result``, which the caller hands over
-    for good: nothing may pass it to JAX afterwards (JAX arrays are immutable to JAX). Costs a
-    few microseconds, where DLPack export costs ~0.1-0.2 ms right after MuJoCo's physics."""
+    for good: nothing may pass it to JAX afterwards (JAX arrays are immutable to JAX)."""
     return np.asarray(_HeldResult(result))
 
 
 class WorldBatch:
-    """N MuJoCo worlds of one model, stepped together.
-
-    ``state`` (N, nstate) holds MuJoCo's full physics state of every world (time, qpos, qvel,
-    act, ...); :meth:`step` integrates ``nstep`` steps with the given controls.
-    """
+    """N MuJoCo worlds of one model, stepped ``nstep`` steps at a time; ``state`` (N, nstate)
+    float64 is every world's full physics state (time, qpos, qvel, act, ...)."""
 
     def __init__(self, model: mujoco.MjModel, num_envs: int, nstep: int, num_threads: int):
         self.model = model
@@ -142,8 +132,8 @@ class WorldBatch:
         self.state[:] = self._out_state[:, -1]
 
     def apply(self, update: WorldUpdate) -> None:
-        """Per-world model fields for worlds ``update.rows`` (each world then steps with a model
-        of its own) and gravity for every world."""
+        """Per-world model fields for worlds ``update.rows`` (each world then gets a model of its
+        own) and gravity for every world."""
         if update.fields and self._models[0] is self._models[-1] and self.num_envs > 1:
             self._models = [copy.copy(self.model) for _ in range(self.num_envs)]
         for i, row in enumerate(update.rows.tolist()):
@@ -155,10 +145,8 @@ class WorldBatch:
                 world.opt.gravity[:] = update.gravity
 
     def load(self, rows: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """Set worlds ``rows`` (k,) (indices) to qpos (k, nq) and qvel (k, nv).
-
-        Actuator activations (intvelocity position targets) restart at their joints' new
-        positions, ``qpos[:, act_qpos_index]``."""
+        """Set worlds ``rows`` (k,) to qpos (k, nq) and qvel (k, nv); actuator activations
+        (intvelocity targets) restart at ``qpos[:, act_qpos_index]``."""
         if rows.size != len(qpos) or rows.size != len(qvel):
             raise ValueError(f"{rows.size} worlds selected, {len(qpos)}/{len(qvel)} states given")
         if rows.size:
@@ -173,12 +161,9 @@ class WorldBatch:
 
 
 class MujocoBackend(PhysicsBackend):
-    """Task + episode logic over a :class:`WorldBatch` (implements the backend protocol).
-
-    Per env step, one jitted call computes the task's observations, rewards, terminations and
-    carry. Episode counters (:class:`HostEpisodes`), the carry, and the states, first
-    observations and carries of new episodes stay on the host, where the physics and the
-    result live: finished envs take theirs by row indexing, with no gathers in the jitted call."""
+    """Task + episode logic over a :class:`WorldBatch`. One jitted call per env step scores the
+    task; episode counters (:class:`HostEpisodes`), the carry and the pool of new episodes stay
+    on the host, where finished envs take theirs by row indexing (no gathers in the jit)."""
 
     name = "mujoco"
 
@@ -196,14 +181,12 @@ class MujocoBackend(PhysicsBackend):
         if world is not None:
             self.worlds.apply(world)
         self._ctrl_offset = logic.ctrl_offset if logic.ctrl_offset.any() else None
-        # float32 host buffers [qpos | qvel | sensordata] and clipped actions, which JAX reads in
-        # place (it copies an input that is not 64-byte aligned); numpy clips fastest into a
-        # contiguous array
+        # float32 host buffers [qpos | qvel | sensordata] and clipped actions, 64-byte aligned
+        # so that JAX reads them in place
         nq, nv, ns = model.nq, model.nv, model.nsensordata
         self._host = aligned_empty((logic.num_envs, nq + nv + ns), np.float32)
         self._actions = aligned_empty((logic.num_envs, logic.task.num_actions), np.float32)
-        # task logic runs on the host whatever JAX's default device (a GPU with the gpu extra);
-        # the jitted call's inputs are views of those buffers (and of the carry's) in JAX's terms
+        # task logic runs on the host whatever JAX's default device; inputs are shared views
         self._cpu = jax.devices("cpu")[0]
         on_host = jax.sharding.SingleDeviceSharding(self._cpu)
         self._host_in = shared_input(self._host, self._cpu)
@@ -224,8 +207,7 @@ class MujocoBackend(PhysicsBackend):
         self._ctrl_identity = bool((logic.ctrl_index == np.arange(len(logic.ctrl_index))).all())
         self._episodes = HostEpisodes(logic.num_envs, logic.task.timeout_steps)
         self._key = self._pool = None
-        # the task's per-env buffers: host arrays (their leaves), the pytree of their shared
-        # views the jitted call reads, and the pool's leaves (P, ...) finished envs take theirs from
+        # the task carry: host leaves, their shared views (a pytree), the pool's leaves (P, ...)
         self._carry_leaves, self._carry_in, self._pool_carry = [], (), []
         self._pool_left = 0  # fresh episodes left in the pool
         # the pool's physics states and first observations, on the host
@@ -254,13 +236,11 @@ class MujocoBackend(PhysicsBackend):
         return obs
 
     def refill_pool(self) -> None:
-        """Sample a new pool of fresh episodes (the step does when fewer than N are left)."""
         self._key, self._pool = self._new_pool(self._key)
         self._adopt_pool(self.logic.pool_size)
 
     def _adopt_pool(self, left: int) -> None:
-        """Note the pool's ``left`` unused entries; keep its physics states and first
-        observations on the host, where finished worlds take them."""
+        """Keep the pool's states, first observations and carry on the host; ``left`` unused."""
         pool = self._pool
         self._pool_states = (np.array(pool.qpos, np.float64), np.array(pool.qvel, np.float64))
         self._pool_obs = np.array(pool.obs)
@@ -268,9 +248,8 @@ class MujocoBackend(PhysicsBackend):
         self._pool_left = left
 
     def step(self, actions: np.ndarray) -> StepOutput:
-        """One env step for actions (N, num_actions), unclipped. Returns numpy outputs; their
-        ``obs`` is a view of JAX's result buffer (zero-copy). Few, in-place host operations:
-        this is the hot path."""
+        """One env step for unclipped actions (N, A); numpy outputs, ``obs`` a zero-copy view
+        of JAX's result (the hot path: few, in-place host operations)."""
         logic, w, host, clipped = self.logic, self.worlds, self._host, self._actions
         if self._pool_left < logic.num_envs:
             self.refill_pool()
@@ -279,8 +258,7 @@ class MujocoBackend(PhysicsBackend):
         w.step(ctrl, logic.ctrl_scale, self._ctrl_offset)
         b = self._cuts[1]
         host[:, :b], host[:, b:] = w.qpos_qvel, w.sensordata
-        # reads the host buffers in place; reading its outputs waits for it to finish, so the
-        # buffers change only after that
+        # reads the host buffers in place; reading its outputs waits for it to finish
         packed, carry = self._score(self._host_in, self._actions_in, self._carry_in)
         if self._carry_leaves:
             for mine, new in zip(self._carry_leaves, jax.tree_util.tree_leaves(carry), strict=True):

@@ -1,13 +1,11 @@
 """Observation and action noise of domain randomisation, applied in torch on the env's tensors.
 
-Each tensor gets ``op(tensor, corr + fresh)``: ``fresh`` is drawn every step, ``corr`` once per
-refresh (per env and slot: a bias that persists between refreshes). As upstream's code does,
-the correlated part is drawn from a normal distribution under both ``gaussian`` and ``uniform``
-and then shifted and scaled by ``range_correlated``. The schedule scales the parameters when
-they are refreshed, additive ones towards 0 and, for a scaling operation, the means (or ends)
-of both parts towards 1, as upstream's code does (so a scaling factor starts near 2 under a
-schedule). Refreshes happen every ``frequency`` physics steps (upstream: at the first reset
-after that many).
+Each tensor gets ``op(tensor, corr + fresh)``: ``fresh`` drawn every step, ``corr`` once per
+refresh (a per-env, per-slot bias). As upstream does, ``corr`` is drawn normal under both
+``gaussian`` and ``uniform`` and shifted and scaled by ``range_correlated``, and the schedule
+scales additive parameters towards 0 and a scaling operation's means (or ends) towards 1 (so a
+scaling factor starts near 2 under a schedule). Refreshes happen every ``frequency`` physics
+steps (upstream: at the first reset after that many).
 """
 
 from __future__ import annotations
@@ -25,9 +23,8 @@ from isaacgymenvs_gmi.config.randomization import (
 class Noise:
     """One :class:`NoiseSpec` with its current parameters and correlated draw.
 
-    Host tensors are noised in numpy: torch's intra-op threads would wake for these small
-    element-wise ops and spin against the physics threads on the same cores (Ant, 1024 envs on
-    2 cores: 0.69x with torch, 1.0x in one thread). Device tensors are noised in torch."""
+    Host tensors are noised in numpy (torch's intra-op threads would spin against the physics
+    threads on the same cores); device tensors in torch."""
 
     def __init__(self, spec: NoiseSpec, seed: int):
         self.spec = spec
@@ -39,8 +36,7 @@ class Noise:
         self.refresh(0)
 
     def refresh(self, step: int) -> None:
-        """Parameters as the schedule has them at physics step ``step``; a new correlated draw
-        at the next use."""
+        """Parameters as scheduled at physics step ``step``; a new correlated draw at next use."""
         spec, s = self.spec, self.spec.scale(step)
         self.fresh = scheduled_range(spec.range, spec.distribution, spec.operation, s)
         self.corr_params = scheduled_range(
@@ -50,7 +46,7 @@ class Noise:
 
     def __call__(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` (any shape) with this noise; a new tensor."""
-        host = self.on_host(tensor)
+        host = tensor.device.type == "cpu"  # noised in numpy
         values = tensor.detach().numpy() if host else tensor
         if self.corr is None or tuple(self.corr.shape) != tuple(values.shape):
             self.corr = self._draw(values, uniform=False)  # normal, as upstream draws it
@@ -63,10 +59,6 @@ class Noise:
         out = values + noise if self.spec.operation == "additive" else values * noise
         return torch.from_numpy(out) if host else out
 
-    def on_host(self, tensor: torch.Tensor) -> bool:
-        """Whether ``tensor`` is noised in numpy (host memory) rather than in torch."""
-        return tensor.device.type == "cpu"
-
     def _draw(self, like, uniform: bool):
         if isinstance(like, np.ndarray):
             draw = self.host_rng.random if uniform else self.host_rng.standard_normal
@@ -78,8 +70,7 @@ class Noise:
 
 
 class EnvNoise:
-    """The noise of one env: on its actions before they are clipped, on its observations before
-    they are clipped; refreshed on schedule as physics steps pass."""
+    """The noise of one env on its actions and observations (before each is clipped)."""
 
     def __init__(self, settings: RandomizationSettings, seed: int):
         self.frequency = settings.frequency

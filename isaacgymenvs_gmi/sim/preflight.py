@@ -1,13 +1,11 @@
 """Check a task config the way a GMI will use it, short of creating a simulator.
 
-:func:`preflight_task` runs when a run is planned: it reads the timing keys, compiles the task's
-model (finding the asset under ``assets_root``), and builds the task's rules with the config,
-recording every ``task.env`` key they read. A key the task reads that is missing, a value that
-is not a number where the bundled task file has a number, a model file that is not there: each
+:func:`preflight_task` reads the timing keys, compiles the task's model (a few ms; no ``MjData``,
+nothing stepped) and builds the task's rules, recording every ``task.env`` key they read. A
+missing key, a non-number where the bundled task file has a number, a missing model file: each
 is a :class:`~isaacgymenvs_gmi.config.ConfigError` naming the key, before any process starts.
-Compiling a model takes a few milliseconds; no ``MjData`` is created and nothing is stepped.
-The task's rules are built with their JAX arrays traced, not made, where the task allows it, so
-the launcher does not start JAX's backend (its thread pools would keep it from forking GMIs).
+The rules' JAX arrays are traced, not made, where the task allows it, so the launcher does not
+start JAX's backend (its thread pools would keep it from forking GMIs).
 """
 
 from __future__ import annotations
@@ -30,12 +28,8 @@ from .world_params import resolve_targets
 
 @dataclass(frozen=True)
 class TaskFootprint:
-    """Sizes of one env of a task, for memory estimates.
-
-    Attributes:
-        num_obs, num_states, num_actions: widths of the task's tensors.
-        physics_state_values: float64 values MuJoCo keeps per world (``mj_stateSize``).
-    """
+    """Sizes of one env of a task, for memory estimates: tensor widths and the float64 values
+    MuJoCo keeps per world (``mj_stateSize``)."""
 
     num_obs: int
     num_states: int
@@ -73,9 +67,8 @@ def preflight_task(
 ) -> TaskFootprint:
     """Check ``task_config`` (the resolved ``task`` node) for ``task_cls``; return its sizes.
 
-    ``defaults``: the bundled task file's ``env`` section; a key the task reads whose default is
-    a number must be a number here too. ``randomization``: its actors must be the task's.
-    """
+    ``defaults``: the bundled task file's ``env``; a key read whose default is a number must be
+    one here too. ``randomization``: its actors must be the task's."""
     SimTiming.from_task_config(task_config)  # dt required, steps positive, or refused
     env = _Reads(task_config.get("env") or {})
     watched = {**task_config, "env": env}  # every read of task.env below is recorded
@@ -114,8 +107,8 @@ def preflight_task(
 def _task_sizes(
     task_cls: type[TaskLogic], env: dict, dt: float, info: ModelInfo
 ) -> tuple[int, int, int]:
-    """(num_obs, num_states, num_actions) of the task built with ``env``: traced (no JAX
-    backend started) where the task's constructor allows it, else built for real."""
+    """(num_obs, num_states, num_actions) of the task built with ``env``, traced (no JAX
+    backend started) where its constructor allows it."""
     import jax
 
     def build() -> tuple[int, int, int]:

@@ -3,6 +3,8 @@ or Mesa's software rasteriser on a CPU machine), else OSMesa."""
 
 from __future__ import annotations
 
+import importlib
+
 import mujoco
 import numpy as np
 
@@ -16,11 +18,7 @@ def _gl_context(width: int, height: int):
     tried = []
     for name in ("egl", "osmesa"):
         try:
-            if name == "egl":
-                from mujoco.egl import GLContext
-            else:
-                from mujoco.osmesa import GLContext
-            context = GLContext(width, height)
+            context = importlib.import_module(f"mujoco.{name}").GLContext(width, height)
             context.make_current()
             return context
         except Exception as err:  # noqa: BLE001 - each backend fails in its own way
@@ -29,9 +27,8 @@ def _gl_context(width: int, height: int):
 
 
 class OffscreenRenderer:
-    """Renders ``model`` in states given as (qpos (nq,), qvel (nv,)); images (H, W, 3) uint8.
-
-    The camera follows the model's first body below the world, from the side and above."""
+    """Renders ``model`` in states (qpos (nq,), qvel (nv,)) as (H, W, 3) uint8 images, the
+    camera following the model's first body below the world."""
 
     def __init__(self, model: mujoco.MjModel, width: int = 640, height: int = 480):
         self.model = model

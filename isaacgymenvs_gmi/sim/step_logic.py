@@ -1,22 +1,13 @@
 """Episode bookkeeping around a task, shared by every physics backend (pure JAX).
 
-After the physics of an env step, :func:`finish_step` computes observations, rewards and
-terminations with the task's rules, advances episode counters, and resets finished envs at once:
-their returned observation is the first one of the new episode (computed from a freshly sampled
-state, with zero sensor readings and zero previous actions), as in vectorised auto-reset APIs.
-
-Fresh episodes come from a pool (:class:`FreshPool`) sampled ``POOL_FACTOR * N`` at a time and
-handed out in order, so a step pays for the envs that actually reset, not for sampling and
-observing N new episodes. Each entry is used once, and a step starts from a new pool whenever
-fewer than N entries are left. Pool k is sampled from the k-th split of the episode key.
-
-A device backend keeps two pools (:class:`PoolRing`): the one in use and the next, sampled
-ahead. The step itself moves to the next one when the one in use runs low (an index flip, no
-copy and no conditional: a conditional would copy the pool every step on the CPU and sync with
-the host on a GPU); the host learns of it from a counter it reads a step late, and refills the
-pool left behind (:meth:`StepLogic.refill`) long before it is needed again (after at least
-``POOL_FACTOR - 1`` more steps). A host backend keeps one pool and swaps it in the same places,
-so both hand out the same episodes.
+After an env step's physics, :meth:`StepLogic.finish_step` applies the task's rules, advances
+episode counters and auto-resets finished envs: their observation is the new episode's first.
+Fresh episodes come from a pool (:class:`FreshPool`) of ``POOL_FACTOR * N`` sampled at once
+(pool k from the k-th split of the episode key), each handed out once, in order; a step starts
+a new pool when fewer than N are left. A device backend keeps two pools (:class:`PoolRing`) and
+flips between them branch-free (a conditional would copy the pool on the CPU, sync on a GPU);
+the host refills the one left behind (:meth:`StepLogic.refill`). A host backend keeps one pool
+and swaps it at the same steps, so both backends hand out the same episodes.
 """
 
 from __future__ import annotations
@@ -43,9 +34,8 @@ class FreshPool(NamedTuple):
 
 
 class PoolRing(NamedTuple):
-    """Two pools of P fresh episodes, one after the other in ``both`` (2P rows): the one in use
-    starts at row ``base`` and hands out from its ``both.next``-th entry; the other is the next
-    pool, sampled ahead."""
+    """Two pools of P fresh episodes in ``both`` (2P rows): the one in use starts at row
+    ``base``; the other is the next, sampled ahead."""
 
     both: FreshPool  # arrays (2P, ...); ``next``: entries of the pool in use handed out
     base: jax.Array  # () int32, 0 or P: where the pool in use starts
@@ -83,12 +73,9 @@ class ResetState(NamedTuple):
 
 def _select(mask: jax.Array, a: Any, b: Any) -> Any:
     """Row-wise ``where(mask, a, b)`` over matching pytrees."""
-
-    def pick(x, y):
-        m = mask.reshape(mask.shape + (1,) * (x.ndim - 1))
-        return jnp.where(m, x, y)
-
-    return jax.tree_util.tree_map(pick, a, b)
+    return jax.tree_util.tree_map(
+        lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y), a, b
+    )
 
 
 class StepLogic:
@@ -99,15 +86,14 @@ class StepLogic:
         self.num_envs = num_envs
         self.clip_obs = clip_obs
         self.clip_actions = clip_actions
-        # ctrl[:, k] = action[:, ctrl_index[k]] * ctrl_scale[k] + ctrl_offset[k]  (actuator k,
-        # file order)
+        # ctrl[:, k] = action[:, ctrl_index[k]] * ctrl_scale[k] + ctrl_offset[k] (file order)
         self.ctrl_index = np.asarray(task.info.actuator_action)
         self.ctrl_scale = np.asarray(task.action_scale(), np.float64)[self.ctrl_index]
         self.ctrl_offset = np.asarray(task.action_offset(), np.float64)[self.ctrl_index]
 
     def pack(self, out: StepOutput) -> jax.Array:
         """``out`` as one (N, num_obs + 5) float32 array [obs | reward | reset | timeout |
-        episode return | episode length]: one hand-over to the learner."""
+        episode return | episode length]."""
         f32 = jnp.float32
         tail = [
             out.reward,
@@ -137,8 +123,8 @@ class StepLogic:
     def _take(
         self, pool: FreshPool, done: jax.Array, base: jax.Array | int = 0
     ) -> tuple[FreshPool, ResetState, Any, Any]:
-        """Entries for the envs where ``done`` (N,): the k-th finished env gets entry next + k
-        of the pool starting at row ``base`` (rows picked for other envs are meaningless)."""
+        """The k-th env where ``done`` (N,) gets entry next + k of the pool at row ``base``
+        (rows picked for other envs are meaningless)."""
         rows = base + jnp.clip(pool.next + jnp.cumsum(done) - 1, 0, self.pool_size - 1)
 
         def pick(x):
@@ -172,8 +158,7 @@ class StepLogic:
         return key, self._fill_pool(sub)
 
     def ring(self, bufs: EnvBuffers) -> EnvBuffers:
-        """``bufs`` from :meth:`start` with its pool made the first of a :class:`PoolRing`,
-        the next one sampled ahead."""
+        """``bufs`` from :meth:`start`, its pool made the first of a :class:`PoolRing`."""
         key, ahead = self.new_pool(bufs.key)
         both = jax.tree_util.tree_map(  # ``next`` left out (a None leaf is no leaf)
             lambda a, b: jnp.concatenate([a, b]),
@@ -184,8 +169,7 @@ class StepLogic:
         return bufs._replace(key=key, pool=PoolRing(both, zero, zero))
 
     def refill(self, bufs: EnvBuffers) -> EnvBuffers:
-        """``bufs`` whose ring holds, in the half not in use, the next pool of fresh episodes
-        (call once for each pool used up, before the ring turns again)."""
+        """``bufs`` with a new pool in the ring's half not in use (once per pool used up)."""
         key, fresh = self.new_pool(bufs.key)
         ring = bufs.pool
         spare = self.pool_size - ring.base
@@ -197,8 +181,7 @@ class StepLogic:
         return bufs._replace(key=key, pool=ring._replace(both=both._replace(next=ring.both.next)))
 
     def turn_if_low(self, ring: PoolRing) -> PoolRing:
-        """``ring`` moved on to its next pool when fewer than N entries of the one in use are
-        left (the rule a host backend applies before each step), branch-free."""
+        """``ring`` moved on to its next pool when fewer than N entries are left, branch-free."""
         low = self.pool_size - ring.both.next < self.num_envs
         return PoolRing(
             ring.both._replace(next=jnp.where(low, 0, ring.both.next)),
@@ -219,9 +202,8 @@ class StepLogic:
     def finish_step(
         self, frame: PhysicsFrame, actions: jax.Array, bufs: EnvBuffers
     ) -> tuple[StepOutput, EnvBuffers, ResetState]:
-        """Rewards and resets for ``frame`` reached by applying clipped ``actions`` (N, A);
-        fresh episodes come from ``bufs.pool``, a :class:`PoolRing` already turned for this
-        step. (The mujoco backend keeps this bookkeeping on the host: :mod:`.host_episodes`.)"""
+        """Rewards and resets for ``frame`` reached by clipped ``actions`` (N, A); fresh
+        episodes come from ``bufs.pool``, a :class:`PoolRing` already turned for this step."""
         obs, reward, terminated, carry = self.observe_and_score(frame, actions, bufs.carry)
         progress = bufs.progress + 1
         ep_return = bufs.episode_return + reward

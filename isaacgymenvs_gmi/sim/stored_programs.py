@@ -1,25 +1,14 @@
 """Programs kept beside the compile cache as exported StableHLO, loaded without lowering.
 
-JAX's persistent cache saves XLA's compile, but every process still traces the Python function
-and lowers it to find the cache key: for MJX's step that is seconds of a warm start. A
-:func:`stored_jit` program is exported once (``jax.export``: its StableHLO, over the flat list of
-its arguments' arrays) under a key made *before* tracing, from everything the program depends on:
-
-- the program's name and the key its owner gives (what it closes over: the task config, the
-  MuJoCo model's bytes, sizes, ...), and the platform it runs on;
-- the source of the code that is traced: every Python file of this package, of the task suite,
-  of the task's own package, and of ``mujoco.mjx``; the versions of jax, jaxlib, mujoco and
-  numpy;
-- JAX's settings that change programs, ``XLA_FLAGS``, and the devices (platform and kind);
-- the arguments' tree, shapes and dtypes (per call signature).
-
-A warm process deserializes it and calls it inside a ``jax.jit``, whose compile JAX's persistent
-cache answers. The outputs' tree comes from ``out_like`` (the arguments -> a tree of the outputs'
-structure, checked against the traced one when the program is exported), else from
-``jax.eval_shape`` (traces, lowers nothing: for small programs). The files live in
-``<compile cache>/programs``, hold [SHA-256 of the rest | ``jax.export``'s bytes], are written
-atomically and go with the cache's ``--clear``. Without a compile cache, a stored program is a
-plain ``jax.jit``; a file that cannot be used is exported again and replaced.
+JAX's persistent cache saves XLA's compile, but every process still traces and lowers the
+function to find the cache key (seconds for MJX's step). A :func:`stored_jit` program is exported
+once (``jax.export``) under a key made *before* tracing from all it depends on: its name, its
+owner's key and platform, the source of the traced code (this package, the task suite, the
+task's package, ``mujoco.mjx``), library versions, JAX's settings, ``XLA_FLAGS``, the devices and
+the arguments' tree, shapes and dtypes. A warm process deserializes and calls it inside a
+``jax.jit``; the outputs' tree comes from ``out_like`` (checked on export), else
+``jax.eval_shape``. Files live in ``<compile cache>/programs`` as [SHA-256 of the rest | bytes],
+written atomically; without a compile cache it is a plain ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -30,7 +19,6 @@ import importlib.metadata
 import logging
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
@@ -72,12 +60,8 @@ def stored_jit(
     out_like: Callable | None = None,
 ) -> Callable:
     """``jax.jit(fn, donate_argnums=...)``, kept in the compile cache (if one is set).
-
-    ``key``: bytes naming all that ``fn`` closes over (same key: same program; None: not kept).
-    ``code_of``: modules or packages whose source is traced too (the task's), beside this
-    package's, the suite's and ``mujoco.mjx``'s. ``platform``: where it runs (None: JAX's default).
-    ``out_like(*args)``: any tree of the outputs' structure, made without tracing ``fn``.
-    """
+    ``key``: bytes naming all that ``fn`` closes over (None: not kept); ``code_of``: the task's
+    modules; ``out_like(*args)``: a tree of the outputs' structure, made without tracing."""
     folder = _folder()
     if folder is None or key is None:
         return jax.jit(fn, donate_argnums=donate_argnums)
@@ -152,12 +136,10 @@ def _environment_key(code_of: tuple[str, ...]) -> bytes:
 
 def _source_files(name: str) -> list[Path]:
     """The Python files of module or package ``name`` (a package's, all under its folders)."""
-    module = sys.modules.get(name)
-    if module is None:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            return []
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        return []
     folders = getattr(module, "__path__", None)
     if folders is None:
         file = getattr(module, "__file__", None)
@@ -166,8 +148,7 @@ def _source_files(name: str) -> list[Path]:
 
 
 def _load(path: Path) -> jax.export.Exported | None:
-    """The program kept at ``path``, or None (no file, or one that cannot be used: damaged, of
-    another jax.export version, ...)."""
+    """The program kept at ``path``, or None (no file, or one that cannot be used)."""
     try:
         blob = path.read_bytes()
     except OSError:

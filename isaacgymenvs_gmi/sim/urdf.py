@@ -1,9 +1,8 @@
 """Read IsaacGymEnvs URDF assets with MuJoCo.
 
-Isaac Gym accepts an ``<inertial>`` with a mass and no ``<inertia>`` (it derives one); MuJoCo's URDF
-reader refuses it. We fill the gap with the inertia of the link's first collision shape (box,
-cylinder or sphere) at that mass, about the inertial origin, or a small sphere's when the link
-has no such shape, and point MuJoCo's mesh folder at the URDF's own folder.
+Isaac Gym derives a missing ``<inertia>`` from an ``<inertial>``'s mass; MuJoCo's URDF reader
+refuses it. We add the inertia of the link's first collision shape (box, cylinder or sphere, else
+a small sphere) at that mass, and point MuJoCo's mesh folder at the URDF's folder.
 """
 
 from __future__ import annotations
@@ -40,19 +39,9 @@ def complete_inertials(robot: ET.Element) -> None:
         mass_el = inertial.find("mass")
         mass = float(mass_el.get("value", 1.0)) if mass_el is not None else 1.0
         collision = link.find("collision")
-        ixx, iyy, izz = _shape_inertia(
-            mass, None if collision is None else collision.find("geometry")
-        )
-        ET.SubElement(
-            inertial,
-            "inertia",
-            ixx=f"{ixx:.9g}",
-            iyy=f"{iyy:.9g}",
-            izz=f"{izz:.9g}",
-            ixy="0",
-            ixz="0",
-            iyz="0",
-        )
+        diagonal = _shape_inertia(mass, None if collision is None else collision.find("geometry"))
+        attrib = {k: f"{v:.9g}" for k, v in zip(("ixx", "iyy", "izz"), diagonal, strict=True)}
+        ET.SubElement(inertial, "inertia", attrib, ixy="0", ixz="0", iyz="0")
 
 
 def spec_from_urdf(path: Path) -> mujoco.MjSpec:

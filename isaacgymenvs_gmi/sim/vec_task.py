@@ -1,15 +1,10 @@
-"""IsaacGymEnvs' ``VecTask`` interface over our physics backends (torch on the outside).
-
-Everything the learner sees is a torch tensor on ``rl_device``. Actions and JAX results cross
-between the frameworks by DLPack under :mod:`.handoff`'s rule: every exchanged buffer is ours and
-held until its consumer has passed it (on a GPU: one small device copy per direction and step).
-"""
+"""IsaacGymEnvs' ``VecTask`` interface over our physics backends: everything the learner sees is
+a torch tensor on ``rl_device``; buffers cross to and from JAX under :mod:`.handoff`'s rule."""
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +17,7 @@ import torch
 from isaacgymenvs_gmi.config.debug import DebugSettings
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
+from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
@@ -47,11 +43,6 @@ class PhysicsOptions:
     assets_root: str | None = None
 
 
-def available_cores() -> int:
-    """Cores this process may run on (its affinity mask: a GMI's own core set)."""
-    return len(os.sched_getaffinity(0))
-
-
 def _key_of(config: dict[str, Any]) -> bytes:
     """The task config as bytes: with the model, all the backend's step logic is built from."""
     return json.dumps(config, sort_keys=True, default=repr).encode()
@@ -69,18 +60,9 @@ class VecTask:
 
     ``step(actions (N, A)) -> (obs_dict {'obs': (N, num_obs)}, rew (N,), reset (N,) long,
     extras {'time_outs': (N,) bool, 'episode_return', 'episode_length'})``, all on rl_device.
-    ``time_outs`` is a bool tensor as upstream's: its ``VecTask.step`` publishes
-    ``(progress_buf >= max_episode_length - 1) & (reset_buf != 0)`` moved to rl_device (only the
-    buffer allocated before the first step is long there).
 
-    ``render(mode="rgb_array")`` draws env 0 as an (H, W, 3) uint8 image; :meth:`as_gymnasium`
-    is the same envs under gymnasium's ``Env`` API, for its wrappers (``RecordVideo``).
-
-    ``states_for_critic``: also publish ``obs_dict['states']`` (N, num_states) for a central value
-    net; a task without privileged states hands the critic the actor's observations.
-
-    ``debug``: ``gmi.debug.*`` (:mod:`.handoff`: device waits around every hand-off, or the
-    unheld hand-offs of a bisection).
+    ``states_for_critic``: also publish ``obs_dict['states']`` (N, num_states); a task without
+    privileged states hands the critic the actor's observations. ``debug``: ``gmi.debug.*``.
     """
 
     def __init__(
@@ -122,7 +104,6 @@ class VecTask:
         self.control_freq_inv = timing.control_freq_inv
         self.dt = timing.dt
         self.clip_obs = settings.clip_obs
-        # upstream's defaults: no clipping where a task file sets none (suite files set 1.0)
         self.clip_actions = settings.clip_actions
         if not settings.clip_actions_given:
             log.info("%s: task.env.clipActions not set: actions are not clipped", config["name"])
@@ -160,7 +141,7 @@ class VecTask:
         if physics.backend == "mujoco":
             from .mujoco_backend import MujocoBackend
 
-            threads = physics.num_threads or available_cores()
+            threads = physics.num_threads or len(usable_cores())
             self.backend = MujocoBackend(logic, model, timing.nstep, threads, seed, first)
         else:
             from .mjx_backend import MjxBackend
@@ -184,7 +165,7 @@ class VecTask:
         self.rew_buf = zeros.clone()
         self.reset_buf = zeros.long()
         self.timeout_buf = zeros.bool()
-        self.obs_buf = self._adopt(self.backend.reset())
+        self.obs_buf = self.handoffs.to_torch(self.backend.reset())
         self._set_obs(self.obs_buf)
         log.info(
             "%s: %d envs, %s backend, %d obs / %d actions, %d physics steps of %.4g s per env step",
@@ -220,7 +201,7 @@ class VecTask:
 
     @property
     def progress_buf(self) -> torch.Tensor:
-        return self._adopt(self.backend.progress).long()
+        return self.handoffs.to_torch(self.backend.progress).long()
 
     @property
     def states_buf(self) -> torch.Tensor | None:
@@ -248,16 +229,14 @@ class VecTask:
             update = self.world_params.after_step(physics_steps, self._finished)
             if update is not None:
                 self.backend.apply_world(update)
-        if self.noise is None:
-            return result
-        noisy = self.noise.on_observations(self.obs_buf, self.clip_obs)
-        self.obs_buf = noisy
-        self._set_obs(noisy)
-        self.noise.advance(physics_steps)
-        return self.obs_dict, self.rew_buf, self.reset_buf, self.extras
+        if self.noise is not None:
+            self.obs_buf = self.noise.on_observations(self.obs_buf, self.clip_obs)
+            self._set_obs(self.obs_buf)
+            self.noise.advance(physics_steps)
+        return result
 
     def _finished(self) -> np.ndarray:
-        """(N,) bool: envs whose episode ended at the last step (now in a new one)."""
+        """(N,) bool: envs whose episode ended at the last step."""
         return self.reset_buf.cpu().numpy() != 0
 
     def reset(self) -> dict[str, torch.Tensor]:
@@ -287,10 +266,9 @@ class VecTask:
         return total_return / count, total_length / count
 
     def render(self, mode: str = "rgb_array") -> np.ndarray | None:
-        """Env 0 as it is now, drawn headless by MuJoCo: a fresh (H, W, 3) uint8 image (480,
-        640), top row first. ``mode="human"`` draws nothing (there is no viewer, as upstream's
-        headless envs) and returns None. Raises :class:`~.render.RendererUnavailable` where no
-        OpenGL context can be made."""
+        """Env 0 now, drawn headless: a fresh (480, 640, 3) uint8 image, top row first; None for
+        ``mode="human"`` (no viewer). Raises :class:`~.render.RendererUnavailable` without
+        OpenGL."""
         if mode == "human":
             return None
         if mode != "rgb_array":
@@ -301,15 +279,14 @@ class VecTask:
         return self._renderer.render(qpos[0], qvel[0])
 
     def compile_programs(self) -> None:
-        """Run once what training runs on these envs (a step with zero actions, a pool refill,
-        another step), so that every program is compiled, and written to the compile cache when
-        one is set; the envs' state changes: use a throwaway env."""
+        """Compile (and cache) every program training runs: step, refill, step. The envs' state
+        changes: use a throwaway env."""
         self.step(self.zero_actions())
         self.backend.refill_pool()
         self.step(self.zero_actions())
 
     def as_gymnasium(self) -> GymnasiumView:
-        """These envs under gymnasium's ``Env`` API (five-value ``step``), for its wrappers."""
+        """These envs under gymnasium's ``Env`` API, for its wrappers (``RecordVideo``)."""
         return GymnasiumView(self)
 
     def attach_video(self, video: VideoRecorder) -> None:
@@ -326,9 +303,6 @@ class VecTask:
         self.backend.close()
 
     # --- internals --------------------------------------------------------------------------
-    def _adopt(self, x: jax.Array | np.ndarray) -> torch.Tensor:
-        return self.handoffs.to_torch(x)
-
     def _actions_for_backend(self, actions: torch.Tensor):
         actions = actions.detach()
         if self.physics_options.backend == "mujoco":
@@ -345,22 +319,20 @@ class VecTask:
     def _publish(self, packed_out: jax.Array | StepOutput):
         if isinstance(packed_out, StepOutput):
             return self._publish_host(packed_out)
-        packed = self._adopt(packed_out)  # (N, num_obs + 5 [+ ...]), columns as in StepLogic.pack
+        packed = self.handoffs.to_torch(packed_out)  # (N, num_obs + 5), as StepLogic.pack
         obs, tail = packed.split([self.num_obs, packed.shape[1] - self.num_obs], dim=1)
         reward, reset, timeout, ep_return, ep_length = tail[:, :5].unbind(1)
         return self._set_outputs(obs, reward, reset.long(), timeout > 0.5, ep_return, ep_length)
 
     def _publish_host(self, out: StepOutput):
-        """:meth:`_publish` for numpy outputs (the mujoco backend), in numpy: right after the
-        physics, torch's per-op dispatch costs several times more than numpy's. Fresh tensors
-        every step, as in :meth:`_publish`: zero-copy views of the step's own arrays."""
+        """:meth:`_publish` for numpy outputs (the mujoco backend): fresh tensors every step,
+        zero-copy views of the step's own arrays (torch ops cost more here than numpy's)."""
         cpu = self._torch_rl_device.type == "cpu"
-        adopt = torch.from_numpy if cpu else self._adopt
+        adopt = torch.from_numpy if cpu else self.handoffs.to_torch
         return self._set_outputs(*map(adopt, out._replace(reset=out.reset.astype(np.int64))))
 
     def _set_outputs(self, obs, reward, reset, timeout, ep_return, ep_length):
-        """One step's tensors on rl_device as IsaacGymEnvs publishes them: its buffers,
-        ``obs_dict`` and ``extras``."""
+        """Publish one step's tensors (on rl_device) as IsaacGymEnvs does."""
         self.obs_buf, self.rew_buf, self.reset_buf, self.timeout_buf = obs, reward, reset, timeout
         self._set_obs(obs)
         self.extras = {

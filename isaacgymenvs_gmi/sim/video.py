@@ -1,9 +1,8 @@
 """Videos of env 0 during a run: IsaacGymEnvs' ``capture_video`` as an mp4 per recording.
 
-A recording starts at every ``every``-th env step (0, every, 2 * every, ...) when none is under
-way, and holds the frames after ``length`` consecutive steps (``length`` 0: the steps until env
-0's episode ends); it is written to ``rl-video-step-<start>.mp4`` in the video folder through a
-temporary name, so a run that stops midway leaves no partial file.
+A recording starts at every ``every``-th env step (0, every, ...) when none is under way and
+holds ``length`` steps (0: until env 0's episode ends); it is written to
+``rl-video-step-<start>.mp4`` through a temporary name, so a stopped run leaves no partial file.
 """
 
 from __future__ import annotations
@@ -48,10 +47,9 @@ class Mp4Writer:
 
 
 class VideoRecorder:
-    """Records env 0 of a VecTask: call :meth:`wants` before each step's state is read and
-    :meth:`add` with env 0's state after the step. ``folder()`` names the video folder when the
-    first video starts (the run folder may not exist before); ``on_video(path, step)`` is called
-    with each finished video (e.g. to log it to wandb)."""
+    """Records env 0 of a VecTask: :meth:`wants` before each step's state is read, :meth:`add`
+    with env 0's state after it. ``folder()`` is called when the first video starts;
+    ``on_video(path, step)`` with each finished video."""
 
     def __init__(
         self,
@@ -79,8 +77,8 @@ class VideoRecorder:
     def add(
         self, step: int, qpos: np.ndarray, qvel: np.ndarray, episode_ended: bool = False
     ) -> None:
-        """Env 0's state (qpos (nq,), qvel (nv,)) after env step ``step``; ``episode_ended``:
-        env 0's episode ended in that step (the state is already the next episode's first)."""
+        """Env 0's state (qpos (nq,), qvel (nv,)) after env step ``step``; ``episode_ended``: in
+        that step (the state is already the next episode's first)."""
         if self._writer is not None and self.settings.length == 0 and episode_ended:
             self._finish()  # a whole episode: this state belongs to the next one
             if (step - 1) % self.settings.every != 0:

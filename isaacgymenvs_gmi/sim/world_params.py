@@ -1,27 +1,20 @@
 """Per-world physical properties of domain randomisation: IsaacGymEnvs' ``actor_params`` and
 ``sim_params.gravity`` resolved to MuJoCo model fields, drawn as upstream draws them.
 
-An actor is a set of bodies (``TaskLogic.actors``: upstream's actor name -> root bodies, each
-with its subtree; by default every body attached to the world is an actor of its own name).
-Upstream's properties map onto MuJoCo fields as follows (one draw per body, shape or dof, as
-upstream draws one per element of its property arrays):
+An actor is a set of bodies (``TaskLogic.actors``: name -> root bodies with their subtrees; by
+default each body attached to the world). One draw per body, shape or dof, as upstream:
 
-- ``rigid_body_properties.mass`` -> ``body_mass``; ``body_inertia`` follows by the same factor
-  (Isaac Gym recomputes inertia from the shapes when it sets a mass).
+- ``rigid_body_properties.mass`` -> ``body_mass``, ``body_inertia`` scaled alike.
 - ``rigid_shape_properties.friction`` / ``torsion_friction`` / ``rolling_friction`` ->
-  ``geom_friction`` columns 0 / 1 / 2; ``restitution`` e -> the contact damping ratio
-  ``geom_solref[:, 1]`` = -ln e / sqrt(pi^2 + ln^2 e), the ratio at which a mass-spring-damper
-  contact rebounds with e (e = 0: MuJoCo's critical damping, 1).
-- ``dof_properties.damping`` -> ``dof_damping``; ``stiffness`` -> the gain of the position
-  actuator driving the dof (``actuator_gainprm[:, 0]`` = -``actuator_biasprm[:, 1]``) or, for
-  an undriven dof, ``jnt_stiffness``; ``lower`` / ``upper`` -> ``jnt_range``; ``armature`` ->
-  ``dof_armature``; ``friction`` -> ``dof_frictionloss``. Only hinge and slide joints count as
-  dofs, as in Isaac Gym (a free root is not an actor dof).
-- ``tendon_properties.damping`` / ``stiffness`` -> ``tendon_damping`` / ``tendon_stiffness`` of
-  the tendons over the actor's joints.
+  ``geom_friction`` columns 0 / 1 / 2; ``restitution`` e -> contact damping ratio
+  ``geom_solref[:, 1]`` = -ln e / sqrt(pi^2 + ln^2 e) (e = 0: critical damping, 1).
+- ``dof_properties`` (hinge and slide joints): ``damping`` -> ``dof_damping``; ``stiffness`` ->
+  the driving position actuator's gain (``actuator_gainprm[:, 0]`` = -``actuator_biasprm[:,
+  1]``), else ``jnt_stiffness``; ``lower`` / ``upper`` -> ``jnt_range``; ``armature`` ->
+  ``dof_armature``; ``friction`` -> ``dof_frictionloss``.
+- ``tendon_properties.damping`` / ``stiffness`` -> ``tendon_*`` of the actor's tendons.
 
-``num_buckets`` snaps the draw itself to upstream's grid of levels over ``range`` (upstream
-snaps the resulting value, which for a model value other than 1 falls off its grid).
+``num_buckets`` snaps the draw itself to upstream's grid (upstream snaps the resulting value).
 """
 
 from __future__ import annotations
@@ -186,13 +179,9 @@ class WorldUpdate:
 
 
 class WorldParams:
-    """The per-world model fields of ``num_envs`` worlds and when they are drawn again.
-
-    Upstream's rhythm: the first draw covers every world before the first step; afterwards a
-    world that has run ``frequency`` env steps since its last draw takes new properties when
-    its episode ends (``setup_only`` ones never again), and gravity is drawn again once
-    ``frequency`` physics steps have passed.
-    """
+    """The per-world model fields of ``num_envs`` worlds, drawn as upstream: all before the
+    first step; then a world ``frequency`` env steps past its last draw when its episode ends
+    (``setup_only`` ones never), gravity once ``frequency`` physics steps have passed."""
 
     def __init__(
         self,
@@ -227,8 +216,8 @@ class WorldParams:
     def after_step(
         self, physics_step: int, finished: Callable[[], np.ndarray]
     ) -> WorldUpdate | None:
-        """Advance one env step, ``physics_step`` physics steps in all; ``finished()`` gives the
-        (N,) bool mask of worlds whose episode ended (asked only when one may be redrawn)."""
+        """Advance one env step (``physics_step`` physics steps in all); ``finished()``: the (N,)
+        bool mask of worlds whose episode ended (asked only when one may be redrawn)."""
         self._env_steps += 1
         gravity = None
         due = physics_step - self._last_gravity_step >= self.settings.frequency
@@ -267,7 +256,6 @@ class WorldParams:
             self._write(t, rows, new)
 
     def _write(self, t: Target, rows: np.ndarray, new: np.ndarray) -> None:
-        table = self.tables[t.field]
         cells = np.ix_(rows, t.index)
         if t.kind == "restitution":
             new = restitution_to_dampratio(new)
@@ -275,10 +263,7 @@ class WorldParams:
             new = np.maximum(new, 1e-9)  # MuJoCo refuses no mass only at compile time
             ratio = (new / self.base["body_mass"][t.index])[..., None]
             self.tables["body_inertia"][cells] = self.base["body_inertia"][t.index] * ratio
-        if t.column is None:
-            table[cells] = new
-        else:
-            table[(*cells, t.column)] = new
+        self.tables[t.field][cells if t.column is None else (*cells, t.column)] = new
         if t.kind == "gain":  # a position actuator's bias is -kp * q
             self.tables["actuator_biasprm"][(*cells, 1)] = -new
 

@@ -38,7 +38,5 @@ def write_result(summary: dict[str, Any]) -> None:
     """Write a run's :func:`job_result` where the sweep asked (``$ISAACGYMENVS_GMI_JOB_RESULT``),
     whole or not at all; nothing outside a sweep."""
     path = os.environ.get(RESULT_ENV)
-    if not path:
-        return
-    text = json.dumps(summary, indent=1)
-    write_atomically(Path(path), text.encode())
+    if path:
+        write_atomically(Path(path), json.dumps(summary, indent=1).encode())

@@ -53,13 +53,8 @@ class JobSpec:
         """The job's process: ``train.py`` with the sweep's config sources, the job's own
         overrides and its slot's (one device, its own run folder)."""
         own = [o for o in self.overrides if o.lstrip("+~").split("=", 1)[0] not in SLOT_KEYS]
-        cmd = [
-            sys.executable,
-            "-m",
-            "isaacgymenvs_gmi.sweep_job",
-            "--result",
-            str(self.result_file),
-        ]
+        result = str(self.result_file)
+        cmd = [sys.executable, "-m", "isaacgymenvs_gmi.sweep_job", "--result", result]
         cmd += ["--cores", ",".join(map(str, cores))] if cores else []
         return [*cmd, "--", *source_args, *own, "gmi.num_gpus=1", f"train_dir={self.train_dir}"]
 
@@ -80,8 +75,7 @@ def prepare_jobs(
         except Exception as err:  # Hydra's composition errors name the override
             raise JobRefused(f"{label}: {_first_line(err)}") from None
         with open_dict(composed):
-            composed.hydra.job.id = idx
-            composed.hydra.job.num = idx
+            composed.hydra.job.id = composed.hydra.job.num = idx
         folder = Path(str(composed.hydra.sweep.dir)) / str(composed.hydra.sweep.subdir)
         try:
             with _said_once(offset):

@@ -1,13 +1,10 @@
 """A sweep's batches launched packed (Hydra's ``Launcher`` for ``hydra/launcher=gmi``).
 
-Each batch: every job composed and checked first (a refusal names the job and the key, exit 2,
-nothing started); the device slots laid out (``hydra.launcher.per_gpu`` per device over
-``gmi.num_gpus`` devices; on a GPU one MPS daemon serves every job); the jobs run
-(:class:`~.runner.SweepRunner`), the losers stopped early where ``hydra.launcher.prune`` asks
-(one pruner for the whole sweep, :mod:`~.pruning`); a ``JobReturn`` per job carries its reward
-(a pruned job's: what it reached when stopped), or its error. The summary of all the sweep's jobs
-so far is said and written after each batch. A stop signal ends the sweep with its exit code once
-every running job has stopped (with a checkpoint; escalated by more signals).
+Each batch: every job checked first (a refusal names the job and key: exit 2, nothing started);
+the device slots laid out (one MPS daemon serves every job on a GPU); the jobs run, losers pruned
+(one pruner for the whole sweep); a ``JobReturn`` per job carries its reward or its error. The
+summary of the sweep's jobs so far is said and written after each batch. A stop signal ends the
+sweep with its exit code once every running job has stopped.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ import copy
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +99,7 @@ class PackedSweep:
 
     # --- devices ------------------------------------------------------------------------------
     def _devices(self, jobs: list[JobSpec]) -> tuple[list[int], int, int]:
-        """(the GPUs' CUDA indices, none on a CPU machine; devices; jobs per device),
-        checked."""
+        """(the GPUs' CUDA indices, none on a CPU machine; devices; jobs per device), checked."""
         from isaacgymenvs_gmi.config.sim import detect_platform
         from isaacgymenvs_gmi.placement.inventory import detect_inventory
         from isaacgymenvs_gmi.placement.machine_limits import available_memory
@@ -194,13 +190,10 @@ def _planned_per_gpu(job: JobSpec) -> int:
     return int(chosen.gmi.per_gpu)
 
 
-@contextlib.contextmanager
-def _mps_for(needed: bool) -> Iterator[None]:
+def _mps_for(needed: bool) -> contextlib.AbstractContextManager:
     """One MPS daemon for every job on the GPUs (a running one is used; ours is stopped)."""
     if not needed:
-        yield
-        return
+        return contextlib.nullcontext()
     from isaacgymenvs_gmi.gmi.mps import mps_daemon
 
-    with mps_daemon():
-        yield
+    return mps_daemon()

@@ -1,20 +1,15 @@
 """Which jobs of a sweep stop early: Optuna's pruners decide, from every job's per-epoch mean
 reward (``hydra.launcher.prune``).
 
-Hydra's Optuna sweeper tells its study only a trial's final value, so Optuna's pruners never
-run, and the basic sweeper has none. Here the launcher keeps a study of its own, in memory: one
-trial per job (``ask`` as it starts), each epoch's mean reward reported at its epoch as the
-job's progress line shows it, and the pruner asked after each report. A job the pruner stops
-is told to stop gracefully (a checkpoint at its next epoch) and its slot goes to the next
-queued job. The study spans the sweep's batches, so Optuna's sweeper's later trials are judged
-against the earlier ones.
+Hydra's Optuna sweeper tells its study only a trial's final value, so its pruners never run.
+The launcher keeps an in-memory study of its own, spanning the sweep's batches: one trial per
+job, each epoch's mean reward (from the job's progress line) reported, and the pruner asked
+after each report.
 
-- ``median``: stopped when its reward at an epoch is below the median of the finished jobs'
-  rewards at that epoch (``MedianPruner``: after ``warmup_epochs``, once ``startup_jobs`` jobs
-  have finished);
-- ``halving``: asynchronous successive halving (``SuccessiveHalvingPruner``, ASHA): at epochs
-  ``min_epochs * reduction_factor**k`` a job goes on only within the top 1 / ``reduction_factor``
-  of the jobs that reached that epoch;
+- ``median``: below the median of the finished jobs' rewards at that epoch (``MedianPruner``:
+  after ``warmup_epochs``, once ``startup_jobs`` jobs have finished);
+- ``halving``: ASHA (``SuccessiveHalvingPruner``): at epochs ``min_epochs * reduction_factor**k``
+  a job goes on only within the top 1 / ``reduction_factor`` of the jobs that reached it;
 - ``hyperband``: several halving brackets (``HyperbandPruner``), up to the jobs' epoch limit.
 """
 

@@ -1,6 +1,6 @@
-"""What a packed sweep says: a line per job start and end (a pruned job's says at which epoch and
-against what), a live table of the running jobs on a terminal, and a closing summary ranked by
-reward, also written as ``summary.json`` and ``summary.csv`` in the sweep's folder."""
+"""What a packed sweep says: a line per job start and end, a live table of the running jobs on a
+terminal, and a closing summary ranked by reward, also written as ``summary.json`` and
+``summary.csv`` in the sweep's folder."""
 
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """Starts a sweep's job processes as slots free up, watches them, and stops them early or on a
 signal.
 
-Jobs start in queue order, each once its GMIs fit free slots of one device. A job's process runs
-in a session of its own (a signal to the terminal's group reaches the launcher only), started with
-the stop signals held back until its handler is in place, and is told to stop gracefully if the
-launcher dies. Its output goes to ``<job folder>/job.log``; its progress lines feed the live
-table and, with a pruner (:mod:`~.pruning`), each epoch's mean reward is reported to it: a job
-it stops is asked to stop gracefully (a checkpoint at its next epoch), and its slots go to the
-next queued job as soon as it has ended.
+Jobs start in queue order, each once its GMIs fit free slots of one device, in a session of its
+own (a signal to the terminal's group reaches the launcher only) with the stop signals held back
+until its handler is in place; it stops gracefully if the launcher dies. Its output goes to
+``<job folder>/job.log``; its progress lines feed the live table and the pruner, whose losers
+are asked to stop gracefully (a checkpoint at their next epoch).
 
 Stop signals to the launcher escalate, and no queued job starts after the first:
 
@@ -96,9 +94,8 @@ class JobState:
 
 class SweepRunner:
     """Runs ``jobs`` on ``pool``'s slots. ``environment(lease)``: the variables a job's process
-    gets for its slot; ``on_start``/``on_end``/``on_tick``: the console's hooks; ``pruner``:
-    told of every job's start, per-epoch reward and end (a :class:`~.pruning.SweepPruner`), or
-    None; ``value(state)``: an ended job's objective, for the pruner."""
+    gets for its slot; ``on_*``: the console's hooks; ``pruner``: told of every job's start,
+    per-epoch reward and end; ``value(state)``: an ended job's objective, for the pruner."""
 
     def __init__(
         self,
@@ -211,8 +208,7 @@ class SweepRunner:
             self.signals += 1
             self.stop_signal = self.stop_signal or signum
             if self.signals == 1:
-                note = "stopping every job at its next epoch, with a checkpoint"
-                sent = signum
+                note, sent = "stopping every job at its next epoch, with a checkpoint", signum
             elif self.signals == 2:
                 note = (
                     f"stopping every job now (SIGTERM); still running in {KILL_AFTER_S:.0f} s "

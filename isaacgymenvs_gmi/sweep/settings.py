@@ -35,10 +35,9 @@ class LauncherSettings(Settings):
     Attributes:
         per_gpu: jobs each device runs at once (a job with ``gmi.per_gpu=k`` takes k), or
             ``None`` for ``auto``: the planner measures how many GMIs a device holds best.
-        objective: what a job returns to the sweeper (Optuna's objective): ``best``, the
-            highest mean episode reward any epoch reported, or ``final``, the last one.
-        sm_percent: on a GPU, each job's MPS active-thread percentage; ``None`` leaves every
-            job uncapped (MPS shares the SMs as the jobs need them).
+        objective: what a job returns to the sweeper: ``best`` (the highest mean episode reward
+            of any epoch) or ``final`` (the last one).
+        sm_percent: on a GPU, each job's MPS active-thread percentage; ``None``: uncapped.
         live: the live table of running jobs: ``auto`` (on a terminal), ``on`` or ``off``.
         prune: which jobs stop early (:mod:`~.pruning`): ``none``, ``median``, ``halving``
             (asynchronous successive halving) or ``hyperband``, Optuna's pruners.
@@ -46,8 +45,7 @@ class LauncherSettings(Settings):
         startup_jobs: ``median``: jobs that must have finished before it stops any.
         min_epochs: ``halving``/``hyperband``: the first rung (``None``: ``warmup_epochs``,
             at least 1).
-        reduction_factor: ``halving``/``hyperband``: 1 / the share of jobs that go on at a
-            rung.
+        reduction_factor: ``halving``/``hyperband``: 1 / the share of jobs going on at a rung.
     """
 
     per_gpu: int | None = setting(2, Int(1, why="jobs per device", auto=True))

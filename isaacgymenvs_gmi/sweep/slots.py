@@ -48,11 +48,10 @@ class SlotPool:
         if devices < 1 or per_device < 1:
             raise ValueError(f"need at least one slot: {devices} devices x {per_device}")
         self.devices, self.per_device = devices, per_device
-        sets = split_cores(cores, devices, per_device)
-        self._free: dict[tuple[int, int], Slot] = {}
-        for d in range(devices):
-            for i in range(per_device):
-                self._free[(d, i)] = Slot(d, i, tuple(sets[d * per_device + i]))
+        sets = iter(split_cores(cores, devices, per_device))
+        self._free: dict[tuple[int, int], Slot] = {
+            (d, i): Slot(d, i, tuple(next(sets))) for d in range(devices) for i in range(per_device)
+        }
 
     @property
     def free(self) -> int:

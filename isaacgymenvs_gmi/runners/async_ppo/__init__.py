@@ -1,14 +1,7 @@
 """Asynchronous PPO (``gmi.mode=async``, paper Sec. 4.2 and 6): actor GMIs stream experience
 through the channels to trainer GMIs, which correct for policy lag with :mod:`.vtrace` inside
-rl-games' PPO objective and publish each new policy back to the actors.
-
-:func:`run_async_ppo` is the body; :mod:`.checks` what it refuses before start;
-:mod:`isaacgymenvs_gmi.channels.wiring` opens the channels; the actor's loop is shared with
-serving (:mod:`isaacgymenvs_gmi.runners.shared.actor_loop`); :mod:`.trainer_loop` is the
-trainer's, with rl-games' run bookkeeping in :mod:`.bookkeeping` (statistics, best and last
-checkpoints, limits), the end-of-run balance in :mod:`.accounting` and the channel telemetry in
-:mod:`.channel_report`; :mod:`.trainer` is the rl-games agent fed by the batcher; :mod:`.serial`
-runs every role in one process.
+rl-games' PPO objective and publish each new policy back to the actors. :func:`run_async_ppo`
+is the body; :mod:`.serial` runs every role in one process.
 """
 
 from isaacgymenvs_gmi.config.async_mode import AsyncSettings

@@ -1,7 +1,6 @@
-"""An async trainer's account of the experience its actors produced, added up over every trainer:
-the channels' counters each epoch and, at the end of a run, stopping the actors (waiting a
-bounded time), counting what is still in flight, and the balance
-``produced = consumed + dropped for lag + in flight at stop`` that goes into the RunResult."""
+"""An async trainer's account of the experience its actors produced, over every trainer: the
+channels' counters each epoch and, at the end, the balance
+``produced = consumed + dropped for lag + in flight at stop``."""
 
 from __future__ import annotations
 
@@ -54,29 +53,22 @@ class Balance:
     def channels(self) -> dict:
         """:attr:`RunResult.channels`."""
         return {
-            "produced": self.produced,
-            "consumed": self.consumed,
-            "dropped": self.dropped,
-            "in_flight": self.in_flight,
-            "lag": self.lag,
+            k: getattr(self, k) for k in ("produced", "consumed", "dropped", "in_flight", "lag")
         }
 
 
 def actor_gone(route: Route) -> bool:
-    """Whether the actor on ``route`` said it stopped or its process is gone (a stopped
-    process is not gone; no pid published yet: still starting)."""
+    """Whether the actor on ``route`` said it stopped or its process is gone (no pid published
+    yet: still starting)."""
     if route.control(ACTOR_STATE) == STOPPED:
         return True
     pid = route.control(ACTOR_PID)
-    if pid <= 0:
-        return False
-    return not is_alive(pid)
+    return pid > 0 and not is_alive(pid)
 
 
 class Accounting:
-    """The counters of one trainer's ends (``links``: its actors' routes and, on the first
-    trainer, the weights board), added up over the ``team``. Collective where it gathers:
-    every trainer calls the same methods in the same order."""
+    """The counters of one trainer's ends, added up over the ``team``. Collective where it
+    gathers: every trainer calls the same methods in the same order."""
 
     def __init__(
         self,
@@ -106,9 +98,8 @@ class Accounting:
         )
 
     def stop_actors(self, timeout_s: float) -> list[int]:
-        """Tell the actors to stop (the first trainer's board) and wait until each has stopped
-        or died, taking chunks meanwhile so none waits for room; returns the actor GMIs that
-        did neither within ``timeout_s``."""
+        """Tell the actors to stop and wait until each has stopped or died, taking chunks
+        meanwhile; returns the actor GMIs that did neither within ``timeout_s``."""
         if self.links.board is not None:
             self.links.board.request_stop()
         deadline = time.monotonic() + timeout_s
@@ -120,9 +111,8 @@ class Accounting:
             time.sleep(STOP_POLL_S)
 
     def settle(self, timeout_s: float = ACTORS_STOP_TIMEOUT_S) -> Balance:
-        """Stop the actors, then count every chunk still in the rings or held as in flight and
-        balance the run (collective). Raises
-        :class:`~isaacgymenvs_gmi.channels.ExactlyOnceError` when it does not balance."""
+        """Stop the actors, count every chunk still in the rings or held as in flight and balance
+        the run (collective; ``ExactlyOnceError`` when it does not balance)."""
         stuck = self.stop_actors(timeout_s)
         if stuck:
             log.warning(

@@ -1,14 +1,9 @@
-"""A trainer's watch over its actors: one that is alive but has not beaten its heartbeat for
-``gmi.timeout_s`` is hung, and is dropped like a dead one.
+"""A trainer's watch over its actors: one alive but silent (no heartbeat) for ``gmi.timeout_s``
+is hung: it is killed (SIGKILL) and dropped like a dead one.
 
-An actor beats its routes' heartbeats at every env step and while it waits for room
-(:class:`~isaacgymenvs_gmi.runners.shared.actor_loop.ActorLoop`), so a stale heartbeat means it
-is stuck in its own code, not waiting for the trainer. Until its first chunk is sent (its first
-env reset and steps may compile) it gets the start-up allowance instead. The watch kills a hung
-actor (SIGKILL) and says why; the launcher then reports it gone, and the run goes on with the
-others as it does for a dead one (:mod:`isaacgymenvs_gmi.gmi.supervise`). An actor stopped by a
-signal (SIGSTOP) is left to the launcher, which names it as such. Actors on another node
-(no pid published) are not watched.
+An actor beats at every env step and while it waits for room, so a stale heartbeat means it is
+stuck in its own code; before its first chunk it gets the start-up allowance instead. A stopped
+actor (SIGSTOP) is left to the launcher; actors on another node (no pid) are not watched.
 """
 
 from __future__ import annotations
@@ -38,8 +33,7 @@ class ActorWatch:
     """Watches the actors of ``routes`` (actor GMI -> route).
 
     Args:
-        timeout_s: ``gmi.timeout_s``: how stale a heartbeat may be once the actor has sent a
-            chunk.
+        timeout_s: how stale a heartbeat may be once the actor has sent a chunk.
         startup_s: how stale before its first chunk.
         clock_ns: the heartbeats' clock (``time.monotonic_ns``; the same in every process).
         kill: how a hung actor's pid is ended.
@@ -59,8 +53,7 @@ class ActorWatch:
         self._next_check_ns = 0
 
     def check(self) -> list[int]:
-        """Drop the actors hung since the last check (at most every :data:`CHECK_EVERY_S`);
-        returns them."""
+        """Drop (and return) the actors hung since the last check (every :data:`CHECK_EVERY_S`)."""
         now = self.clock_ns()
         if now < self._next_check_ns:
             return []
@@ -70,12 +63,8 @@ class ActorWatch:
             why = None if actor in self.dropped else self._hung(route, now)
             if why is not None:
                 pid = route.control(ACTOR_PID)
-                log.warning(
-                    "actor GMI %d (pid %d) %s: hung, dropped like a dead one (killed)",
-                    actor,
-                    pid,
-                    why,
-                )
+                msg = "actor GMI %d (pid %d) %s: hung, dropped like a dead one (killed)"
+                log.warning(msg, actor, pid, why)
                 self.dropped[actor] = why
                 self.kill(pid)
                 hung.append(actor)

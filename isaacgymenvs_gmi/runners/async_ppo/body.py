@@ -1,14 +1,10 @@
 """The body of an async GMI (``gmi.mode=async``): a trainer or an actor, by its GMI id.
 
-Trainers open the channels (a route from every actor, the weights board), actors attach, every
-GMI meets once at a start-up barrier, and from then on they share only memory: no collective
-couples an actor to the others, so an actor that dies does not stop the run (the launcher
-reports it; see :mod:`isaacgymenvs_gmi.gmi.supervise`). The first trainer ends the run: it tells
-the actors to stop, waits for them, counts what is still in flight and prints the balance
-``produced = consumed + dropped for lag + in flight at stop``. Several trainers
-(``gmi.trainers``) also form a group of their own, with the layout's gradient reduction, and
-train in step as replicas of one learner (:mod:`.team`). Without a group (``serial``)
-every role runs in this one process over private memory, in turn.
+Trainers open the channels, actors attach, every GMI meets once at a start-up barrier, and from
+then on they share only memory: an actor that dies does not stop the run. The first trainer
+ends the run and prints the balance ``produced = consumed + dropped for lag + in flight at
+stop``. Several trainers (``gmi.trainers``) train in step as replicas of one learner
+(:mod:`.team`). Without a group (``serial``) every role runs in this process, in turn.
 """
 
 from __future__ import annotations
@@ -47,9 +43,8 @@ def run_async_ppo(ctx: GmiContext) -> RunResult | None:
 
 
 def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
-    """With several trainers, their group and gradient reduction over the trainers' layout
-    (``GmiLayout.first``); collective: actors take part in creating the groups and get None,
-    as does the only trainer."""
+    """With several trainers, their group and gradient reduction; collective: actors (and an
+    only trainer) take part and get None."""
     k = len(roles.trainers)
     if k == 1:
         return None
@@ -63,14 +58,8 @@ def _join_trainers(ctx: GmiContext, roles: AsyncRoles) -> TrainerTeam | None:
 
 
 def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> RunResult:
-    from isaacgymenvs_gmi.channels import flatten
+    from isaacgymenvs_gmi.channels import flatten, wiring
     from isaacgymenvs_gmi.channels.p2p import TorchPointToPoint
-    from isaacgymenvs_gmi.channels.wiring import (
-        describe_transports,
-        open_trainer_links,
-        peer_transports,
-        route_shape_for,
-    )
     from isaacgymenvs_gmi.runners.shared.wandb_run import finishing, wandb_for
 
     from .build import build_trainer, trainer_loop
@@ -83,10 +72,9 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
     device = ctx.resources.rl_device
     settings = plan.mode_settings
     on_gpu = device.startswith("cuda")
-    transports = peer_transports(plan, settings.transport, rank, roles.actors, on_gpu)
-    links = open_trainer_links(
-        rank, roles, route_shape_for(plan, settings), numel, group.store, transports, device
-    )
+    transports = wiring.peer_transports(plan, settings.transport, rank, roles.actors, on_gpu)
+    shape = wiring.route_shape_for(plan, settings)
+    links = wiring.open_trainer_links(rank, roles, shape, numel, group.store, transports, device)
     try:
         loop = trainer_loop(ctx, agent, modules, links, lead, ctx.stop_signal, team)
         group.startup_barrier("async channels open")
@@ -95,7 +83,7 @@ def _trainer(ctx: GmiContext, roles: AsyncRoles, team: TrainerTeam | None) -> Ru
     links.connect(TorchPointToPoint())
     say(
         f"GMI {rank}: trainer ready, {len(roles.actors)} actor route(s)"
-        f"{describe_transports(transports)}, policy {numel:,} values"
+        f"{wiring.describe_transports(transports)}, policy {numel:,} values"
     )
     with finishing(wandb):
         loop.run()

@@ -1,6 +1,5 @@
-"""An async trainer's rl-games bookkeeping: the episode meters fed from batches, the summaries
-rl-games writes each epoch, the best and last checkpoints, and the limits that end a run (max
-epochs, max frames, score to win), as rl-games' own training loop keeps them."""
+"""An async trainer's rl-games bookkeeping: the episode meters, the per-epoch summaries, the best
+and last checkpoints, and the limits that end a run, as rl-games' own training loop keeps them."""
 
 from __future__ import annotations
 
@@ -18,12 +17,8 @@ NO_BEST = -1e9  # the best mean reward before any: every first one improves on i
 
 @dataclass(frozen=True)
 class TrainedEpoch:
-    """One epoch as the loop saw it.
-
-    ``result``: what rl-games' ``train_epoch`` returned, (step, play, update, total seconds,
-    actor losses, critic losses, bounds losses, entropies, KLs, last learning rate, its
-    multiplier); ``update_s``: the epoch's seconds (``train_from``); ``frames``: transitions
-    trained on this epoch by every trainer."""
+    """One epoch: ``result``, what rl-games' ``train_epoch`` returned; ``update_s``, its seconds
+    (``train_from``); ``frames``, transitions trained on this epoch by every trainer."""
 
     result: tuple
     update_s: float
@@ -31,9 +26,8 @@ class TrainedEpoch:
 
 
 class Bookkeeping:
-    """rl-games' run bookkeeping for ``agent`` (an :class:`~.trainer.AsyncPpoAgent`); only the
-    ``lead`` trainer writes summaries and checkpoints. Resets the agent's best mean reward: a
-    resumed run saves its first best again."""
+    """rl-games' run bookkeeping for ``agent``; only the ``lead`` writes summaries and
+    checkpoints. Resets the best mean reward: a resumed run saves its first best again."""
 
     def __init__(self, agent: Any, lead: bool):
         self.agent, self.lead = agent, lead
@@ -73,9 +67,8 @@ class Bookkeeping:
         return self.mean_reward
 
     def record(self, epoch: TrainedEpoch, reward: float | None, elapsed_s: float) -> None:
-        """The lead's part after an epoch: rl-games' summaries, the reward's history and tags,
-        the best checkpoint (which may reach ``score_to_win``), every ``save_frequency`` epochs
-        a ``last_`` one."""
+        """The lead's part after an epoch: summaries, the reward's history and tags, the best
+        checkpoint and, every ``save_frequency`` epochs, a ``last_`` one."""
         self.write_stats(epoch, elapsed_s)
         if reward is not None:
             self.history.append((self.agent.frame, elapsed_s, reward))
@@ -91,23 +84,9 @@ class Bookkeeping:
         time stands for its step time, the update's for the scaled time."""
         agent = self.agent
         step_s, play_s, update_s, _, a_loss, c_loss, _, entropy, kl, last_lr, lr_mul = epoch.result
-        agent.write_stats(
-            elapsed_s,
-            agent.epoch_num,
-            step_s,
-            play_s,
-            update_s,
-            a_loss,
-            c_loss,
-            entropy,
-            kl,
-            last_lr,
-            lr_mul,
-            agent.frame,
-            epoch.update_s,  # scaled_time
-            play_s,  # scaled_play_time
-            epoch.frames,  # curr_frames
-        )
+        times, losses = (step_s, play_s, update_s), (a_loss, c_loss, entropy, kl, last_lr, lr_mul)
+        scaled = (epoch.update_s, play_s, epoch.frames)  # scaled time, play time, curr_frames
+        agent.write_stats(elapsed_s, agent.epoch_num, *times, *losses, agent.frame, *scaled)
 
     def save_best(self, reward: float) -> None:
         """Save ``reward``'s checkpoint as the best (``nn/<name>``) when it beats the best so
@@ -146,8 +125,7 @@ class Bookkeeping:
             return None
         agent = self.agent
         reward = "_" if self.mean_reward is None else f"{self.mean_reward:.2f}"
-        path = os.path.join(
-            agent.nn_dir, f"last_{agent.config['name']}_ep_{agent.epoch_num}_rew_{reward}"
-        )
+        name = f"last_{agent.config['name']}_ep_{agent.epoch_num}_rew_{reward}"
+        path = os.path.join(agent.nn_dir, name)
         agent.save(path)
         return path + ".pth"

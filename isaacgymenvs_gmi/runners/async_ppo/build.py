@@ -1,5 +1,4 @@
-"""Building the async roles from the plan (shared by processes and the serial twin): the
-trainer's agent and loop, an actor with its channel ends."""
+"""Building the async roles from the plan (shared by processes and the serial twin)."""
 
 from __future__ import annotations
 
@@ -36,11 +35,11 @@ def build_trainer(
     observer: Any = None,
 ) -> tuple[Any, list]:
     """The trainer's rl-games agent (resumed from the plan's checkpoint) and its modules;
-    ``lockstep``: what keeps it identical with the other trainers, if there are others;
     ``observer``: an rl-games observer of the agent (the lead's wandb run)."""
     from .trainer import AsyncPpoAgent
 
     plan, settings = ctx.plan, ctx.plan.mode_settings
+    vtrace = dict(rho_bar=settings.rho_bar, c_bar=settings.c_bar, anchor=settings.anchor)
     agent = build_agent(
         plan,
         rl_device=ctx.resources.rl_device,
@@ -48,13 +47,7 @@ def build_trainer(
         threads=ctx.resources.threads,
         train_dir=None if lead else ctx.scratch_dir,
         observer=observer,
-        make=lambda **kw: AsyncPpoAgent(
-            rho_bar=settings.rho_bar,
-            c_bar=settings.c_bar,
-            anchor=settings.anchor,
-            lockstep=lockstep,
-            **kw,
-        ),
+        make=lambda **kw: AsyncPpoAgent(lockstep=lockstep, **vtrace, **kw),
     )
     if plan.checkpoint:
         agent.restore(plan.checkpoint)
@@ -79,13 +72,9 @@ def trainer_loop(
     actors = sorted(links.routes)
     collector = Collector(actors, [links.routes[a] for a in actors], kinds_of(plan))
     ledger = Ledger()
-    batcher = Batcher(
-        plan.train.horizon_length,
-        plan.num_envs,
-        chunk_steps_of(plan, plan.mode_settings),
-        plan.mode_settings.max_lag,
-        ledger,
-    )
+    settings = plan.mode_settings
+    chunk = chunk_steps_of(plan, settings)
+    batcher = Batcher(plan.train.horizon_length, plan.num_envs, chunk, settings.max_lag, ledger)
     watch = None  # the serial twin's actors run in this process, between the trainer's turns
     if ctx.group is not None:
         watch = ActorWatch(links.routes, plan.gmi.timeout_s, ctx.group.startup_timeout_s)

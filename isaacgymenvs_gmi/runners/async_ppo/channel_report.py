@@ -1,5 +1,4 @@
-"""What the lead trainer shows of the channels after each epoch: the ``async/*`` TensorBoard
-tags (throughput, queue depth, drops, policy version and lag) and the progress line."""
+"""The lead trainer's ``async/*`` TensorBoard tags and progress line after each epoch."""
 
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ def report_channels(
     reward: float | None,
     elapsed_s: float,
 ) -> None:
-    """Write the tags at ``agent.frame`` into ``agent.writer`` (taking ``lag``'s recent
-    values) and say the progress line; ``lag``: this trainer's, the counters every trainer's."""
+    """Write the tags at ``agent.frame`` into ``agent.writer`` and say the progress line;
+    ``lag``: this trainer's, the counters every trainer's."""
     writer, frame = agent.writer, agent.frame
     for tag, value in (
         ("async/pps", rates.pps),
@@ -39,15 +38,6 @@ def report_channels(
         writer.add_scalar("async/lag_max", max(recent), frame)
     for actor, value in rates.per_actor.items():
         writer.add_scalar(f"async/pps_actor{actor}", value, frame)
-    say(
-        progress_line(
-            agent.epoch_num,
-            agent.max_epochs,
-            rates,
-            (lag.low, lag.mean, lag.high),
-            counters.depth,
-            counters.dropped,
-            reward,
-            elapsed_s=elapsed_s,
-        )
-    )
+    epochs, lags = (agent.epoch_num, agent.max_epochs), (lag.low, lag.mean, lag.high)
+    queue = (counters.depth, counters.dropped)
+    say(progress_line(*epochs, rates, lags, *queue, reward, elapsed_s=elapsed_s))

@@ -1,5 +1,5 @@
 """What ``gmi.mode=async`` needs of the layout, the transports and the train config, checked
-before any process starts; the run survives losing actors down to ``gmi.async.min_actors``."""
+before any process starts."""
 
 from __future__ import annotations
 
@@ -25,21 +25,15 @@ def check_async(facts: ModeFacts) -> ModeTerms:
     check_actor_config("async", facts.train_params)
     world = layout.world_size
     if world < 2:
-        raise ConfigError(
-            "gmi.mode",
-            "async",
-            "needs at least 2 GMIs (a trainer and an actor), e.g. gmi.per_gpu=3",
-        )
+        why = "needs at least 2 GMIs (a trainer and an actor), e.g. gmi.per_gpu=3"
+        raise ConfigError("gmi.mode", "async", why)
     if not 1 <= gmi.trainers < world:
         raise ConfigError("gmi.trainers", gmi.trainers, f"must be >= 1 and < the {world} GMIs")
     if gmi.trainers > 1:
         _check_trainer_team(facts)
     if settings.serial and settings.transport != "auto":
-        raise ConfigError(
-            "gmi.async.transport",
-            settings.transport,
-            "must be auto with gmi.async.serial=true (one process: in-process channels)",
-        )
+        why = "must be auto with gmi.async.serial=true (one process: in-process channels)"
+        raise ConfigError("gmi.async.transport", settings.transport, why)
     actors = world - gmi.trainers
     if settings.min_actors > actors:
         raise ConfigError(
@@ -75,8 +69,5 @@ def _check_trainer_team(facts: ModeFacts) -> None:
             f"the trainers' layout MPL={trainers.mpl()} cannot run MRR (use auto, mpr or har)",
         )
     if facts.settings.serial:
-        raise ConfigError(
-            "gmi.trainers",
-            gmi.trainers,
-            "must be 1 with gmi.async.serial=true (one process runs one trainer)",
-        )
+        why = "must be 1 with gmi.async.serial=true (one process runs one trainer)"
+        raise ConfigError("gmi.trainers", gmi.trainers, why)

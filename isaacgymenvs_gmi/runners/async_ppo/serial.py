@@ -1,7 +1,5 @@
-"""Every role of an async run in this one process, in turn, over private-memory channels (the
-in-process twin; ``gmi.async.serial=true``): the same actors, trainer, dispenser, migrator,
-batcher and ledger as with processes, for a debugger or a test. Actors share this process's
-cores; nothing runs in parallel."""
+"""Every role of an async run in this one process, in turn, over private-memory channels
+(``gmi.async.serial=true``): the same components as with processes, for a debugger or a test."""
 
 from __future__ import annotations
 
@@ -30,9 +28,8 @@ def run_serial(ctx: GmiContext, roles: AsyncRoles) -> RunResult:
     (trainer_id,) = roles.trainers
     agent, modules = build_trainer(ctx, trainer_id, lead=True)
     numel = flatten(modules).numel()
-    trainer_links, actor_links = in_process_links(
-        roles, route_shape_for(plan, plan.mode_settings), numel
-    )
+    shape = route_shape_for(plan, plan.mode_settings)
+    trainer_links, actor_links = in_process_links(roles, shape, numel)
     loop = trainer_loop(ctx, agent, modules, trainer_links[trainer_id], True, ctx.stop_signal)
     actors, envs = [], []
     for gmi in roles.actors:

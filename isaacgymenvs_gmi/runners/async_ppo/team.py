@@ -1,12 +1,9 @@
 """What an async run's trainers agree on (``gmi.trainers`` = K).
 
-K trainers are replicas of one learner: each trains on its own batch, their gradients are
-averaged through the layout's reducer (:mod:`isaacgymenvs_gmi.runners.shared.lockstep`), so
-they start and stay identical. Each turn of their loops they vote: they train only when every
-one of them holds a whole batch, and stop when any was asked to stop or decided to (max epochs,
-score to win). After each epoch they add up their counters and episode statistics, so the first
-trainer reports the whole run.
-With one trainer, :class:`SoloTrainer` answers every question locally, with no collective.
+K trainers are replicas of one learner, kept identical by the lockstep. Each turn they vote:
+they train only when every one holds a whole batch, and stop when any was asked to or decided
+to; after each epoch they add up their counters and episode statistics. With one trainer,
+:class:`SoloTrainer` answers every question locally, with no collective.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Async throughput as the paper measures it (Sec. 6): predictions per second (PPS, actions the
-actors produced), training samples per second (TTOP, samples SGD consumed), with lag, queue
-depth and drops, per actor and in total, over a sliding window that starts after warm-up."""
+"""Async throughput as the paper measures it (Sec. 6): predictions per second (PPS, actions
+produced), training samples per second (TTOP), per actor and in total, over a sliding window
+that starts after warm-up."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """A trainer GMI: rl-games' PPO objective on batches from the channels, with advantages and
 value targets recomputed by V-trace for the policy that is training now (APPO).
-
-:class:`AsyncPpoAgent` is rl-games' continuous agent with two changes: its rollout comes from
-the batcher instead of an env (``play_steps``), and ``prepare_dataset`` replaces the behaviour
-policy's GAE with V-trace. The mini-epochs, losses, clipping, KL schedule, normalisers and
-checkpoint format are rl-games' own.
+:class:`AsyncPpoAgent` is rl-games' continuous agent whose rollout comes from the batcher
+(``play_steps``) and whose ``prepare_dataset`` replaces GAE with V-trace; all else is rl-games'.
 """
 
 from __future__ import annotations
@@ -62,15 +59,12 @@ class AsyncPpoAgent(ReplicatedPpo, StoppableAgent):
 
     Args:
         rho_bar, c_bar: V-trace truncation levels.
-        anchor: what PPO's ratio, clip and KL (adaptive learning rate) are taken against:
-            ``proximal``, the policy as it is when the epoch starts (decoupled PPO, Hilton et
-            al. 2021: the V-trace advantage already carries the behaviour correction
-            min(rho_bar, pi/mu)), or ``behaviour``, the actor's policy mu that chose the
-            action, as in plain PPO; with lagged data the latter clips more and inflates the
-            KL that rl-games' adaptive schedule cuts the learning rate for.
-        lockstep: with several trainers, what keeps this one identical with the others
-            (gradients averaged, statistics synchronised, GMI 0's initial weights); None
-            for the only trainer.
+        anchor: what PPO's ratio, clip and KL are taken against: ``proximal``, the policy as
+            the epoch starts (decoupled PPO, Hilton et al. 2021: V-trace already corrects for
+            the behaviour policy), or ``behaviour``, the actor's policy mu, as in plain PPO
+            (with lagged data it clips more and inflates the KL).
+        lockstep: with several trainers, what keeps this one identical with the others;
+            None for the only trainer.
     """
 
     def __init__(
@@ -114,14 +108,9 @@ class AsyncPpoAgent(ReplicatedPpo, StoppableAgent):
         steps, envs = tm["rewards"].shape
         obs = tm["obs"].reshape(steps * envs, -1)
         self.model.eval()
-        res = self.model(
-            {
-                "is_train": True,
-                "prev_actions": tm["actions"].reshape(steps * envs, -1),
-                "obs": self._preproc_obs(obs),
-                "rnn_states": None,
-            }
-        )
+        actions = tm["actions"].reshape(steps * envs, -1)
+        inputs = {"is_train": True, "prev_actions": actions, "rnn_states": None}
+        res = self.model({**inputs, "obs": self._preproc_obs(obs)})
         if self.has_central_value:
             values = self.get_central_value(
                 {"is_train": False, "states": tm["states"].reshape(steps * envs, -1)}
@@ -148,18 +137,9 @@ class AsyncPpoAgent(ReplicatedPpo, StoppableAgent):
         stored_next = tm["next_values"]
         done = tm["terminated"] | tm["truncated"]
         next_values = next_values_for(values, stored_next[-1], stored_next, done)
-        targets = vtrace(
-            log_rhos,
-            values,
-            next_values,
-            rewards,
-            tm["terminated"],
-            tm["truncated"],
-            self.gamma,
-            self.rho_bar,
-            self.c_bar,
-            lam=self.tau,  # the train config's GAE lambda
-        )
+        ends, bars = (tm["terminated"], tm["truncated"]), (self.rho_bar, self.c_bar)
+        lam = self.tau  # the train config's GAE lambda
+        targets = vtrace(log_rhos, values, next_values, rewards, *ends, self.gamma, *bars, lam=lam)
 
         def flat(t: torch.Tensor) -> torch.Tensor:
             return t.transpose(0, 1).reshape(-1, 1)

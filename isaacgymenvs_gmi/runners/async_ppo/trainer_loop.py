@@ -1,7 +1,5 @@
 """A trainer's loop: take chunks, train when a batch is whole (on every trainer, with several),
-publish the new policy, and stop when the trainers vote so. rl-games' bookkeeping (summaries,
-checkpoints, limits) is :mod:`.bookkeeping`'s; accounting for every chunk the actors produced
-is :mod:`.accounting`'s."""
+publish the new policy, and stop when the trainers vote so."""
 
 from __future__ import annotations
 
@@ -81,8 +79,7 @@ class TrainerLoop:
 
     def step(self) -> bool:
         """Take what arrived and train one epoch if a batch is whole (on every trainer);
-        returns whether it trained. Sets ``finished`` once the trainers agree the run is over.
-        With several trainers this is collective: each calls it in turn."""
+        returns whether it trained; sets ``finished`` once the trainers agree. Collective."""
         signum = self.should_stop()
         if self._held is None and not self._done and signum is None:
             if self.batcher.waiting() < self.batcher.per_batch:  # bounded: rings hold the rest
@@ -139,7 +136,6 @@ class TrainerLoop:
         self.team.check_same(self.agent, f"end of training, {self.agent.epoch_num} epochs")
         checkpoint = self.books.save_last()
         if self.lead:
-            # the balance; the closing line (reason, frames, checkpoint) is the launcher's
-            say(balance.line)
+            say(balance.line)  # the closing line (reason, frames, checkpoint) is the launcher's
             self.agent.writer.close()  # flush the summaries
         return run_result(self.books, balance, self.stopped_by, checkpoint, self.rates)

@@ -1,22 +1,14 @@
 """V-trace targets (IMPALA, Espeholt et al. 2018, Sec. 4.1) for experience from older policies.
 
-An actor's transition was produced by the behaviour policy mu of some earlier version; the
-trainer's current policy is pi. With truncated importance ratios
-``rho_t = min(rho_bar, pi/mu)`` and ``c_t = lambda min(c_bar, pi/mu)`` (lambda as in IMPALA's
-Appendix; the train config's GAE ``tau``), the value target is
+With truncated ratios ``rho_t = min(rho_bar, pi/mu)``, ``c_t = lambda min(c_bar, pi/mu)``
+(lambda: the train config's GAE ``tau``), the value target is computed backwards as
+``v_s - V(x_s) = delta_s + gamma c_s (v_{s+1} - V(x_{s+1}))`` with
+``delta_t = rho_t (r_t + gamma V(x_{t+1}) - V(x_t))``; the advantage is
+``rho_s (r_s + gamma v_{s+1} - V(x_s))``.
 
-    v_s = V(x_s) + sum_{t >= s} gamma^(t-s) (prod_{i=s}^{t-1} c_i) delta_t,
-    delta_t = rho_t (r_t + gamma V(x_{t+1}) - V(x_t)),
-
-computed backwards as ``v_s - V(x_s) = delta_s + gamma c_s (v_{s+1} - V(x_{s+1}))``, and the
-policy-gradient advantage is ``rho_s (r_s + gamma v_{s+1} - V(x_s))``.
-
-Episode ends are kept apart: a *terminated* step has no future (``V(x_{t+1}) = 0``); a
-*truncated* step (time limit) bootstraps from the value of its final observation, which the
-caller passes in ``next_values`` (the env has already reset, so the trainer cannot compute it);
-either way nothing flows back across the end. With on-policy data (every ratio 1) and
-``rho_bar = c_bar = 1`` the target is the lambda-return, and ``v_s - V(x_s)`` the GAE(lambda)
-advantage; with lambda = 1 the target is the discounted return.
+A *terminated* step has no future (``V(x_{t+1}) = 0``); a *truncated* one bootstraps from its
+final observation's value, passed in ``next_values`` (the env has already reset); nothing flows
+back across an episode end. On-policy with ``rho_bar = c_bar = 1`` this is GAE(lambda).
 """
 
 from __future__ import annotations
@@ -40,10 +32,7 @@ class VTraceTargets:
 
 
 def next_values_for(
-    values: torch.Tensor,
-    bootstrap: torch.Tensor,
-    final_values: torch.Tensor,
-    done: torch.Tensor,
+    values: torch.Tensor, bootstrap: torch.Tensor, final_values: torch.Tensor, done: torch.Tensor
 ) -> torch.Tensor:
     """(T, N) ``V(x_{t+1})`` for every step of a chunk.
 

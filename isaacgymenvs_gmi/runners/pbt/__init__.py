@@ -1,8 +1,6 @@
-"""Population-based training (``gmi.mode=pbt``, or IsaacGymEnvs' ``pbt.enabled=True``): every
-GMI trains a policy of its own, and the population improves itself by DexPBT's decentralised
-rule (:mod:`.selection`, :mod:`.mutation`) through a shared workspace folder in IsaacGymEnvs'
-layout (:mod:`.workspace`). Members never wait for each other: a member that is slow, restarts
-or dies does not hold the others back.
+"""Population-based training (``gmi.mode=pbt``, or ``pbt.enabled=True``): every GMI trains a
+policy of its own, improved by DexPBT's decentralised rule (:mod:`.selection`) through a shared
+workspace in IsaacGymEnvs' layout (:mod:`.workspace`); members never wait for each other.
 """
 
 from isaacgymenvs_gmi.config import ConfigError

@@ -1,13 +1,8 @@
-"""The body of a PBT member: GMI i trains policy i with rl-games, on its own, and takes part in
-the population only through the workspace.
-
-A member's learner is built from the run's train config with the member's hyperparameters
-written in. When the member mutates or takes another member's weights, its learner (and, where
-a mutated ``task.*`` key changed, its env) is built again inside the same GMI process from the
-chosen checkpoint, with the member's own epoch and frame count; the process, its cores and
-devices stay. An error in the member's training restarts it the same way from its newest
-record, up to :data:`CRASH_RESTARTS` times; a member whose process dies is reported by the
-launcher and the others go on without it.
+"""The body of a PBT member: GMI i trains policy i with rl-games and takes part in the
+population only through the workspace. On a mutation or replace its learner (and, where a
+``task.*`` key changed, its env) is rebuilt in the same process from the chosen checkpoint,
+keeping its epoch and frame count; a training error restarts it the same way from its newest
+record, up to :data:`CRASH_RESTARTS` times.
 """
 
 from __future__ import annotations
@@ -66,8 +61,8 @@ def run_pbt(ctx: GmiContext) -> RunResult:
 
 
 def _starting_state(plan, settings: PbtSettings, workspace: Workspace, member, rng, say):
-    """From this member's newest record when the workspace holds one (the population resumes),
-    else the config's hyperparameters mutated once, as every member starts (upstream's rule)."""
+    """From this member's newest record where there is one, else the config's hyperparameters
+    mutated once (upstream's rule)."""
     latest = workspace.latest(member)
     if latest is not None:
         say(
@@ -97,12 +92,9 @@ class _Member:
         self._expected: tuple[str, float] | None = None  # weights a restart is to load
         plan = ctx.plan
         self.observer: MemberObserver | None = None
+        frames_per_epoch = plan.num_envs * plan.train.horizon_length
         self.telemetry = MemberTelemetry(
-            state,
-            workspace,
-            plan.num_envs * plan.train.horizon_length,
-            lambda: state.objective,
-            leader=ctx.rank == 0,
+            state, workspace, frames_per_epoch, lambda: state.objective, leader=ctx.rank == 0
         )
 
     def train(self) -> RunResult:
@@ -118,7 +110,7 @@ class _Member:
 
     def _segment(self) -> Any:
         """Train from ``state.checkpoint`` with ``state.params`` until the run ends (or a
-        :class:`Restart` is raised out of rl-games' loop); its statistics observer."""
+        :class:`Restart`); returns the statistics observer."""
         from rl_games.torch_runner import Runner
 
         from isaacgymenvs_gmi.rl.observer import EpisodeStatsObserver, ObserverChain
@@ -155,14 +147,8 @@ class _Member:
         runner.load({"params": params})
         runner.reset()
         try:
-            runner.run(
-                {
-                    "train": True,
-                    "play": False,
-                    "checkpoint": state.checkpoint,
-                    "sigma": plan.train.sigma,
-                }
-            )
+            run = {"train": True, "play": False, "checkpoint": state.checkpoint}
+            runner.run({**run, "sigma": plan.train.sigma})
         finally:
             if stats.writer is not None:
                 stats.writer.close()
@@ -170,8 +156,7 @@ class _Member:
 
     def _env(self, params: dict[str, Any]) -> Any:
         """The member's env, with its ``task.*`` hyperparameters; a fresh one after every
-        restart (its episodes then start with the new learner, so the first episodes it
-        scores are whole ones)."""
+        restart (so the first episodes it scores are whole ones)."""
         from isaacgymenvs_gmi.runners.shared.env_builder import env_builder
 
         if self.env is not None:
@@ -195,7 +180,7 @@ class _Member:
 
     def _restart(self, restart: Restart) -> None:
         """Go on from ``restart.source`` with ``restart.params``, keeping this member's own
-        epoch and frame count (a donor's checkpoint is copied first: its member may prune it)."""
+        epoch and frame count (the checkpoint is copied first: its member may prune it)."""
         import torch
 
         from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
@@ -256,9 +241,7 @@ class _Member:
     def _resume_own(self) -> None:
         """Go on from this member's own newest record (the start where it has none)."""
         latest = self.workspace.latest(self.state.member)
-        self.state.checkpoint = (
-            latest.checkpoint if latest is not None else self.ctx.plan.checkpoint
-        )
+        self.state.checkpoint = latest.checkpoint if latest else self.ctx.plan.checkpoint
         self.state.frames_at_start, self.state.iteration = None, None
 
     def _recover(self, err: Exception) -> None:
@@ -314,7 +297,7 @@ def _real(changes: list) -> list:
 
 def _with_values(tree: dict[str, Any], prefix: str, params: dict[str, Any]) -> dict[str, Any]:
     """A copy of the config ``tree`` (the node at ``prefix``) with each ``params`` key under
-    ``prefix`` set (dotted path below it)."""
+    ``prefix`` set."""
     out = copy.deepcopy(tree)
     for key, value in params.items():
         if not key.startswith(prefix):

@@ -1,14 +1,10 @@
 """What a PBT workspace holds, so a run never resumes a population it cannot load.
 
-A workspace (``pbt.workspace``, by default ``pbt_workspace`` under ``train_dir``, as upstream's)
-outlives its run, and the next run in the same ``train_dir`` resumes it. A population of another
-task, network or size would then die in rl-games' ``load_state_dict``. So the first member to
-prepare the folder writes ``population.yaml``: the task, its observation, state and action
-widths, the model and network of the train config, and the member count. Before any GMI starts,
-the launcher compares it with the run's own (:func:`check_workspace`): a workspace that holds
-another population is refused, naming ``pbt.workspace`` and both ways out. A workspace without
-the file (a new folder, or one written before the file existed, or by IsaacGymEnvs) is taken as
-it is.
+A workspace outlives its run and the next run in the same ``train_dir`` resumes it; one of
+another task, network or size would die in rl-games' ``load_state_dict``. So the first member
+writes ``population.yaml`` (task, its widths, model, network, member count), and the launcher
+refuses a workspace holding another population (:func:`check_workspace`). A workspace without
+the file is taken as it is.
 """
 
 from __future__ import annotations
@@ -43,8 +39,8 @@ class PopulationIdentity:
     def of_run(
         cls, task: str, dims: tuple[int, int, int], train_params: dict[str, Any], members: int
     ) -> PopulationIdentity:
-        """The identity of a run: ``dims`` (observation, state, action widths) of ``task``,
-        ``train_params`` the resolved ``train.params``, ``members`` its population size."""
+        """``dims``: (observation, state, action) widths; ``train_params``: the resolved
+        ``train.params``."""
         model = str((train_params.get("model") or {}).get("name", ""))
         network = json.dumps(train_params.get("network") or {}, sort_keys=True, default=str)
         obs, states, actions = (int(d) for d in dims)

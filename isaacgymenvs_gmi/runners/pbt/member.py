@@ -1,10 +1,8 @@
 """One PBT member's side of the population, as an rl-games observer: it measures its objective,
 and at the end of each interval records itself in the workspace and decides (keep, mutate or
-take a better member's weights), never waiting for another member.
-
-A decision to change is raised as :class:`Restart`, out of rl-games' training loop (the
-epoch under way is dropped, as upstream drops it by restarting its process); the body then
-builds the member's learner again with the new hyperparameters from the chosen checkpoint.
+take a better member's weights), never waiting for another member. A change is raised as
+:class:`Restart` out of rl-games' loop (the epoch under way is dropped, as upstream's restart
+drops it); the body then rebuilds the learner from the chosen checkpoint.
 """
 
 from __future__ import annotations
@@ -40,9 +38,9 @@ class Restart(Exception):
 
 
 class Objective:
-    """The member's objective: the mean of the latest ``true_objective`` of every env once each
-    has finished an episode (where the task reports one), else rl-games' mean reward over its
-    last ``games_to_track`` episodes once that many have ended (IsaacGymEnvs' rule)."""
+    """The member's objective (IsaacGymEnvs' rule): the mean of every env's latest
+    ``true_objective`` once each has finished an episode, else rl-games' mean reward once
+    ``games_to_track`` episodes have ended."""
 
     def __init__(self, num_envs: int):
         self.num_envs = num_envs
@@ -148,13 +146,8 @@ class MemberObserver(AlgoObserver):
             frame, state.frames_at_start, self.settings.start_after, self.settings.initial_delay
         ):
             return
-        decision = decide(
-            state.member,
-            objectives,
-            best_this_interval if best_this_interval is not None else self.objective.value,
-            self.selection,
-            self.rng,
-        )
+        own = best_this_interval if best_this_interval is not None else self.objective.value
+        decision = decide(state.member, objectives, own, self.selection, self.rng)
         if decision.action == "keep" and self.settings.dbg_mode:
             why = "pbt.dbg_mode: every interval mutates"
             decision = Decision(state.member, "mutate", why, None, state.member)

@@ -1,18 +1,14 @@
 """How a PBT member decides, at the end of each interval, whether to take another member's weights
 (DexPBT's decentralised rule, as IsaacGymEnvs' ``pbt.py`` applies it).
 
-Every member decides for itself from what the others last wrote to the shared workspace, and
-compares itself only with records at the same or an earlier iteration (equal or less experience:
-a member that ran ahead is not held against one that lags). Objectives unknown yet count as worst.
-
-A member among the worst ``ceil(replace_fraction_worst x N)`` whose best objective this interval
-is below every one of the best ``ceil(replace_fraction_best x N)`` picks a donor among those best
-at random, once more than ``max(2, N // 2)`` objectives are known. It takes the donor's weights
-when the donor leads it by more than both thresholds: ``replace_threshold_frac_std`` times the
-spread of the known objectives (their standard deviation without the worst fifth, so one or two
-crashed members do not inflate it) and ``replace_threshold_frac_absolute`` times the donor's own
-objective's magnitude, and then mutates the donor's hyperparameters or its own, at even odds.
-Otherwise it keeps its weights and mutates its own hyperparameters.
+Each member decides for itself from the workspace, comparing itself only with records at the
+same or an earlier iteration; unknown objectives count as worst. A member among the worst
+``ceil(replace_fraction_worst x N)``, below every one of the best
+``ceil(replace_fraction_best x N)``, picks a random donor among those best once more than
+``max(2, N // 2)`` objectives are known; it takes the donor's weights when the donor leads by
+more than ``replace_threshold_frac_std`` x the spread (std without the worst fifth) and
+``replace_threshold_frac_absolute`` x the donor's magnitude, mutating the donor's or its own
+hyperparameters at even odds. Otherwise it mutates its own.
 """
 
 from __future__ import annotations

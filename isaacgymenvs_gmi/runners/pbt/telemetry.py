@@ -1,9 +1,6 @@
-"""What a PBT run shows: one line per PBT event (from the member it happens to), the progress
-line of GMI 0 with the population's best, median and worst objective, every member's latest
-epoch in the workspace (``live/``), and the closing summary with the best member's checkpoint.
-
-No line needs a collective: GMI 0 reads the others' latest epochs from the workspace, so a
-member that is slow, restarting or gone never holds the display back.
+"""What a PBT run shows: one line per PBT event, GMI 0's progress line with the population's
+best, median and worst objective, every member's latest epoch (``live/``), and the closing
+summary. No line needs a collective: GMI 0 reads the others' epochs from the workspace.
 """
 
 from __future__ import annotations
@@ -30,20 +27,18 @@ STARTING = "starting"  # written as a member starts, before its env and model ar
 
 
 def process_mark() -> dict[str, Any]:
-    """Where the member writing a live record runs: its pid and host (to tell, on the same
-    host, a member still busy from one that is gone)."""
+    """The writer's pid and host (to tell a busy member from a gone one on the same host)."""
     return {"pid": os.getpid(), "host": socket.gethostname()}
 
 
 def announce_start(workspace: Workspace, member: int) -> None:
-    """The member's first live record, before anything slow (env build, compilation): from
-    now on the population's end waits for it."""
+    """The member's first live record, before anything slow: the population's end waits for
+    it from now on."""
     workspace.write_live(member, {"state": STARTING, "time": time.time(), **process_mark()})
 
 
 def _running_here(status: Mapping[str, Any]) -> bool:
-    """Whether the member that wrote ``status`` is a live process on this host (an exited one
-    its parent has not reaped yet counts as gone)."""
+    """Whether ``status``'s writer is a live process on this host (an unreaped one: gone)."""
     pid = status.get("pid")
     return status.get("host") == socket.gethostname() and isinstance(pid, int) and is_alive(pid)
 
@@ -54,8 +49,7 @@ def event(member: int) -> Callable[[str], None]:
 
 
 def population_text(live: Mapping[int, Mapping[str, Any]]) -> str:
-    """``best B (member m) median M worst W`` of the members' latest objectives ("-" where
-    none is known yet)."""
+    """``best B (member m) median M worst W`` of the members' latest objectives."""
     known = {m: s["objective"] for m, s in live.items() if s.get("objective") is not None}
     if not known:
         return "population: no objective yet"
@@ -166,9 +160,9 @@ class Summary:
 
 
 def wait_for_members(workspace: Workspace, patience_s: float, poll_s: float = 0.5) -> dict:
-    """Every member's last state once each has ended, or is gone: no longer a process on this
-    host, or (on another host) silent for ``patience_s``; returns what was read. A member
-    still starting (compiling, say) is waited for while its process lives."""
+    """Every member's last state once each has ended or is gone (no process on this host, or
+    silent for ``patience_s`` on another); a member still starting is waited for while it
+    lives."""
     while True:
         live = workspace.read_live()
         now = time.time()
@@ -189,9 +183,8 @@ def wait_for_members(workspace: Workspace, patience_s: float, poll_s: float = 0.
 
 
 def summarise(live: Mapping[int, Mapping[str, Any]], num_policies: int) -> Summary:
-    """The closing lines: one per member (objective, frames, replaces, mutations, how it
-    ended) and the best member's checkpoint (best among the objectives measured on the
-    members' final weights, where any is)."""
+    """The closing lines: one per member and the best member's checkpoint (best by objectives
+    measured on final weights, where any is)."""
     known = {m: s["objective"] for m, s in live.items() if s.get("objective") is not None}
     measured = {m: o for m, o in known.items() if live[m].get("measured", True)}
     ranked_from = measured or known  # a score measured on the final weights, where there is one

@@ -1,5 +1,5 @@
-"""The population's shared folder, in IsaacGymEnvs' PBT layout, so that members on other nodes
-(or upstream's own tools) can read it through a shared filesystem.
+"""The population's shared folder, in IsaacGymEnvs' PBT layout (readable over a shared
+filesystem by members on other nodes and upstream's tools).
 
 ::
 
@@ -7,14 +7,11 @@
         000/000003.pth   member 0's full training state at PBT iteration 3 (torch.save)
         000/000003.yaml  its record: iteration, true_objective, frame, params, checkpoint,
                          pbt_checkpoint, experiment_name
-        001/...
         best0/           the best policy member 0 has seen, copied (newest files kept)
         live/000.json    member 0's latest epoch (for the population table; not upstream's)
 
-Every file appears whole or not at all (written under a temporary name, then renamed), and a
-record's checkpoint is in place before the record: a member never reads half a checkpoint, and
-a record it reads always names a complete one. Readers treat a record or checkpoint that
-vanished meanwhile (pruned by its member) as absent.
+Every file appears whole (renamed into place), a record's checkpoint before the record; readers
+treat a file pruned meanwhile as absent.
 """
 
 from __future__ import annotations
@@ -135,10 +132,7 @@ class Workspace:
         """Every member's newest record at or before iteration ``at`` (equal or less
         experience), None where it has none."""
         latest = latest_records({m: self.iterations(m) for m in range(self.num_policies)}, at)
-        out: dict[int, Record | None] = {}
-        for member, iteration in latest.items():
-            out[member] = None if iteration is None else self.read_record(member, iteration)
-        return out
+        return {m: None if i is None else self.read_record(m, i) for m, i in latest.items()}
 
     def latest(self, member: int) -> Record | None:
         """Member ``member``'s newest record (a population resumes from these)."""

@@ -1,13 +1,10 @@
-"""The body of a serving GMI (``gmi.mode=serve``): simulator and policy in one GMI, every GMI an
-actor and none a trainer (the paper's serving, Sec. 5.1).
+"""The body of a serving GMI (``gmi.mode=serve``): every GMI an actor and none a trainer (the
+paper's serving, Sec. 5.1).
 
-Each GMI plays the checkpoint (or the initial policy when there is none) on its envs for
-``serve.steps`` steps per env, through the same actor loop and channels as an async actor: the
-dispenser splits each step by kind, the compressor packs the route's rings, and the GMI's own
-collector takes the chunks back whole, checks them exactly once, counts the episodes and, with
-``serve.record``, writes them to its part of the recording. GMIs never wait on each other until
-the end, when GMI 0 merges the episode statistics and rates of all of them (and the recording's
-manifest) and reports predictions per second.
+Each GMI plays the checkpoint (or the initial policy) for ``serve.steps`` steps per env through
+the same actor loop and channels as an async actor; its own collector takes the chunks back,
+checks them exactly once, counts episodes and, with ``serve.record``, records them. At the end
+GMI 0 merges every GMI's statistics (and the recording's manifest) and reports PPS.
 """
 
 from __future__ import annotations
@@ -50,14 +47,9 @@ def run_serve(ctx: GmiContext) -> RunResult | None:
         say(line)
     if plan.mode_settings.record:
         _merge_recording(plan.mode_settings.record, len(everyone), total)
-    return RunResult(
-        mean_reward=total.mean_reward,
-        mean_length=total.mean_length,
-        frames=total.steps,
-        experiment_dir=None,
-        stopped_by=total.stopped_by or None,
-        rates={"pps": total.pps},
-    )
+    stopped_by, rates = total.stopped_by or None, {"pps": total.pps}
+    means = (total.mean_reward, total.mean_length)
+    return RunResult(*means, total.steps, None, stopped_by=stopped_by, rates=rates)
 
 
 def _serve(ctx: GmiContext, scratch: str) -> Played:
@@ -71,9 +63,7 @@ def _serve(ctx: GmiContext, scratch: str) -> Played:
     route = Route.in_process(route_shape_for(plan, AsyncSettings()))  # the channels' defaults
     links = lambda numel: ActorLinks([route], WeightsBoard.in_process(numel))  # noqa: E731
     # the collector runs between chunks in this process: a deadline would only split them
-    actor, env = build_actor(
-        ctx, rank, links, players=None, deadline_s=math.inf, train_dir=scratch
-    )  # every GMI plays: the device's first compiles for the others
+    actor, env = build_actor(ctx, rank, links, players=None, deadline_s=math.inf, train_dir=scratch)
     try:
         if plan.checkpoint:
             actor.agent.restore(plan.checkpoint)

@@ -36,33 +36,18 @@ class Played:
 
     @classmethod
     def from_vector(cls, v: torch.Tensor) -> Played:
-        values = v.tolist()
-        return cls(
-            *(
-                float(x) if f.type in ("float", float) else int(x)
-                for f, x in zip(fields(cls), values, strict=True)
-            )
-        )
+        pairs = zip(fields(cls), v.tolist(), strict=True)
+        return cls(*(float(x) if f.type in ("float", float) else int(x) for f, x in pairs))
 
     @classmethod
     def merge(cls, parts: list[Played]) -> Played:
         """The run: counts summed; time is the slowest GMI's (GMIs play side by side)."""
-        return cls(
-            steps=sum(p.steps for p in parts),
-            timed_steps=sum(p.timed_steps for p in parts),
-            timed_s=max(p.timed_s for p in parts),
-            episodes=sum(p.episodes for p in parts),
-            return_sum=sum(p.return_sum for p in parts),
-            length_sum=sum(p.length_sum for p in parts),
-            produced=sum(p.produced for p in parts),
-            consumed=sum(p.consumed for p in parts),
-            stopped_by=max(p.stopped_by for p in parts),
-        )
+        columns = zip(fields(cls), zip(*map(astuple, parts), strict=True), strict=True)
+        return cls(*(max(c) if f.name in ("timed_s", "stopped_by") else sum(c) for f, c in columns))
 
     @property
     def pps(self) -> float:
-        """Predictions per second after warm-up (merged: every GMI's steps over the slowest
-        GMI's time, as they play side by side)."""
+        """Predictions per second after warm-up (merged: over the slowest GMI's time)."""
         return self.timed_steps / self.timed_s if self.timed_s > 0 else 0.0
 
     @property

@@ -40,7 +40,6 @@ def check_record_folder(key: str, value: Any) -> str:
     created; returns its absolute path."""
     path = check_writable_folder(key, value)
     if os.path.exists(os.path.join(path, "manifest.json")):
-        raise ConfigError(
-            key, value, "already holds a recording (manifest.json); choose a new folder"
-        )
+        why = "already holds a recording (manifest.json); choose a new folder"
+        raise ConfigError(key, value, why)
     return path

@@ -1,6 +1,5 @@
-"""What a serving GMI does with its own experience once it has come through the channels:
-check every chunk arrives once and in order, count episodes, and (``serve.record``) write it to
-the recording."""
+"""What a serving GMI does with its own experience back from the channels: check every chunk
+arrives once and in order, count episodes, and (``serve.record``) record it."""
 
 from __future__ import annotations
 

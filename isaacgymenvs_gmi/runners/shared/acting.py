@@ -1,5 +1,4 @@
-"""An actor: a GMI that plays the policy on its envs and hands its experience to channels (async
-PPO's actors, serving's GMIs)."""
+"""An actor: a GMI that plays the policy on its envs into channels (async actors, serving)."""
 
 from __future__ import annotations
 
@@ -25,11 +24,9 @@ def build_actor(
     train_dir: str | None = None,
 ) -> tuple[ActorLoop, Any]:
     """The actor's loop and its env. ``links_for(numel)`` opens the actor's ends once the
-    policy size is known; ``players``: the GMIs that build envs (the first of them on a device
-    compiles for the others; None: every GMI); ``deadline_s``: the compressor's deadline
-    (``gmi.async.deadline_ms``), ``math.inf`` where the consumer runs only between chunks (one
-    process); ``train_dir`` (default the GMI's scratch folder): where
-    rl-games may write."""
+    policy size is known; ``players``: the GMIs that build envs (None: every GMI);
+    ``deadline_s``: the compressor's deadline; ``train_dir`` (default the GMI's scratch
+    folder): where rl-games may write."""
     from rl_games.algos_torch.a2c_continuous import A2CAgent
 
     from isaacgymenvs_gmi.channels import flatten

@@ -1,6 +1,4 @@
-"""What modes whose GMIs play the policy step by step (async actors, serving) need of the train
-config: rl-games' continuous agent, without recurrent state (a chunk of experience carries no
-per-step policy state)."""
+"""What modes whose GMIs play the policy step by step (async, serve) need of the train config."""
 
 from __future__ import annotations
 

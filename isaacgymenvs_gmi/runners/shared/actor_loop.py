@@ -1,6 +1,5 @@
-"""An actor GMI: simulator and policy inference in one GMI (the paper's serving GMI), feeding
-its experience to the trainers through its dispenser and refreshing its policy in place
-whenever the first trainer publishes a newer version."""
+"""An actor GMI: simulator and policy inference in one GMI, feeding its experience through its
+dispenser and refreshing its policy whenever the first trainer publishes a newer one."""
 
 from __future__ import annotations
 
@@ -20,13 +19,10 @@ class ActorLoop:
     Args:
         agent: rl-games continuous agent whose ``vec_env`` is this GMI's VecTask.
         modules: the agent's modules the weights board carries (see ``policy_modules``).
-        value_bootstrap: time-outs are truncations (bootstrapped), as rl-games'
-            ``value_bootstrap``; else every episode end is a termination.
-        before_chunk: called with each chunk's number (1-based) before it is played: an
-            actor's epoch, for injected faults (:mod:`isaacgymenvs_gmi.gmi.faults`).
+        value_bootstrap: time-outs are truncations (bootstrapped), else terminations.
+        before_chunk: called with each chunk's number (1-based) before it is played (faults).
 
-    The actor beats its routes' heartbeats at every env step and while it waits for room, so
-    a trainer can tell a hung actor from a busy one.
+    It beats its routes' heartbeats at every env step and while it waits for room.
     """
 
     def __init__(

@@ -1,8 +1,6 @@
-"""rl-games agents for the async roles, built from the run's unchanged train config.
-
-An agent built with ``config['env_info']`` creates no env: a trainer gets one with none (it is
-fed by the batcher), an actor one around its own VecTask (so actions are sampled, clipped and
-rescaled exactly as rl-games does in sync mode).
+"""rl-games agents for the async roles, built from the run's unchanged train config. With
+``config['env_info']`` rl-games creates no env: a trainer gets none, an actor one around its own
+VecTask (actions sampled, clipped and rescaled exactly as in sync mode).
 """
 
 from __future__ import annotations
@@ -42,10 +40,8 @@ def build_agent(
     acting_only: bool = False,
 ) -> Any:
     """``make(base_name=..., params=...)`` with the run's rl-games params (``train_dir``
-    replaces the run folder, for GMIs that must write nothing of their own there). An agent
-    ``acting_only`` never trains: its minibatch is its whole batch, whatever the config says
-    (rl-games checks the geometry at construction; a serving GMI may have any env count).
-    ``observer`` joins rl-games' default observer."""
+    replaces the run folder). An agent ``acting_only`` never trains: its minibatch is its whole
+    batch (rl-games checks the geometry at construction)."""
     from rl_games.common.algo_observer import DefaultAlgoObserver
     from rl_games.torch_runner import Runner
 

@@ -9,11 +9,9 @@ from isaacgymenvs_gmi.gmi.context import GmiContext
 
 
 def env_builder(ctx: GmiContext, seed: int) -> Callable[[], Any]:
-    """A function that builds one env of ``ctx``'s task (a VecTask, or the user's own VecTask
-    class) seeded with ``seed``, physics on the GMI's sim device with its threads, learner
-    tensors on its rl device. Each call builds a fresh env. On a GPU the first one built says
-    which CUDA libraries the GMI runs on (:mod:`~isaacgymenvs_gmi.gmi.gpu_identity`): by then
-    both frameworks are on the device."""
+    """A function that builds a fresh env of ``ctx``'s task seeded with ``seed``, physics on
+    the GMI's sim device, learner tensors on its rl device. On a GPU the first one built says
+    which CUDA libraries the GMI runs on (by then both frameworks are on the device)."""
     from isaacgymenvs_gmi.sim.envs import make_env
     from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions
 

@@ -1,12 +1,11 @@
-"""Several rl-games PPO learners kept bit-identical, one per GMI: the exchanges that keep them
-so (gradients averaged through the layout's reducer, normaliser and advantage statistics over
-the union batch, the adaptive learning rate from the mean KL, episode statistics merged) and the
-checks that prove it. Sync PPO's GMIs use it, and so do an async run's trainers.
+"""Several rl-games PPO learners kept bit-identical, one per GMI (sync PPO's GMIs, an async
+run's trainers): gradients averaged through the layout's reducer, normaliser and advantage
+statistics over the union batch, the adaptive learning rate from the mean KL, episode
+statistics merged, and the checks that prove it.
 
-A minibatch costs one collective: the gradient all-reduce, which also carries the minibatch's
-KL (the adaptive learning rate's input) as an extra element. The observation normaliser's
-moments of every minibatch of a mini-epoch are gathered once, as it starts
-(:class:`MomentsAhead`), and its per-minibatch updates read them from there."""
+A minibatch costs one collective: the gradient all-reduce, which also carries its KL. The
+normaliser's moments of a whole mini-epoch are gathered once as it starts (:class:`MomentsAhead`).
+"""
 
 from __future__ import annotations
 
@@ -59,9 +58,8 @@ class PpoLockstep:
             self.kls.append(mean[0].clone())  # a view of the bucket, which the next one reuses
 
     def mean_kl(self, fallback: float) -> float:
-        """The mean over GMIs of the KLs since the last call (each averaged in its minibatch's
-        gradient collective; a mini-epoch's, for rl-games' ``standard`` schedule), or, where
-        none rode along, ``fallback`` (this GMI's KL) averaged in a collective of its own."""
+        """The mean over GMIs of the KLs since the last call, or, where none rode along,
+        ``fallback`` (this GMI's KL) averaged in a collective of its own."""
         kls, self.kls = self.kls, []
         if not kls:
             return self.group.mean_scalar("kl", fallback)
@@ -71,10 +69,8 @@ class PpoLockstep:
         self.group.guard(f"gradient {self.reducer.strategy}", lambda: self.reducer.mean(flat))
 
     def merge_meter(self, meter, shape: tuple[int, ...]) -> None:
-        """Make an rl-games AverageMeter hold the mean over all GMIs' tracked episodes.
-
-        ``shape``: the mean's shape as rl-games' own updates leave it (it differs per meter),
-        so a GMI that has not finished an episode yet gets the same shape as the others."""
+        """Make an rl-games AverageMeter hold the mean over all GMIs' tracked episodes;
+        ``shape``: the mean's shape as rl-games' own updates leave it."""
         size = float(meter.current_size)
         packed = torch.cat([meter.mean.reshape(-1).double().cpu() * size, torch.tensor([size])])
         self.group.sum_(packed, "episode statistics")
@@ -95,10 +91,8 @@ class PpoLockstep:
 def build_lockstep(
     ctx: GmiContext, layout: GmiLayout, group: GmiGroup | None
 ) -> PpoLockstep | None:
-    """The lockstep of ``layout``'s GMIs (the run's first ones; all of them in sync PPO) over
-    ``group``, their own group, with the run's ``gmi.comm`` and ``gmi.intra_device``.
-    Collective over the whole run: GMIs outside ``layout`` (``group`` None) take part in
-    creating the groups and get None."""
+    """The lockstep of ``layout``'s GMIs (the run's first ones) over ``group``, their own.
+    Collective over the whole run: GMIs outside ``layout`` (``group`` None) get None."""
     plan, everyone = ctx.plan, ctx.group
     reducer = build_gradient_reduction(
         everyone.rank,
@@ -133,9 +127,8 @@ class SyncedScheduler:
 
 
 class ReplicatedPpo:
-    """Mixin for rl-games' continuous PPO agent (list it before the agent class): once
-    :meth:`replicate` is called, every update goes through the lockstep, so replicas that start
-    identical stay identical. Without it the agent is rl-games' own."""
+    """Mixin for rl-games' continuous PPO agent (list it first): after :meth:`replicate`, every
+    update goes through the lockstep; without it the agent is rl-games' own."""
 
     lockstep: PpoLockstep | None = None
 
@@ -221,9 +214,8 @@ class ReplicatedPpo:
 
 
 class ForwardTap:
-    """Keeps the policy's means and standard deviations from ``model``'s last training-mode
-    forward pass, so a minibatch's KL is known before its gradients are reduced (rl-games
-    computes it after the optimizer step, from the same tensors)."""
+    """Keeps the policy's means and stds from ``model``'s last training-mode forward pass, so a
+    minibatch's KL is known before its gradients are reduced."""
 
     def __init__(self, model: torch.nn.Module):
         self.mu = self.sigma = None
@@ -244,9 +236,8 @@ class ForwardTap:
 
 
 class MomentsAhead:
-    """The observation normaliser's batch moments of every minibatch of a mini-epoch, gathered
-    from all GMIs in one collective as it starts; each training-mode update then folds the
-    rows gathered for its minibatch, in order, instead of gathering its own."""
+    """The normaliser's batch moments of every minibatch of a mini-epoch, gathered from all GMIs
+    in one collective as it starts; each update then folds its own rows, in order."""
 
     def __init__(self, model: torch.nn.Module, group: GmiGroup):
         self.group = group
@@ -254,8 +245,8 @@ class MomentsAhead:
         self.normalizer = rms if isinstance(rms, SyncedRunningMeanStd) else None
 
     def gather(self, agent) -> None:
-        """Queue the gathered rows of every minibatch of ``agent.dataset`` (a plain, non-RNN
-        dataset whose observations are one tensor; otherwise each update gathers its own)."""
+        """Queue the gathered rows of every minibatch of ``agent.dataset`` (non-RNN, one obs
+        tensor; otherwise each update gathers its own)."""
         rms = self.normalizer
         obs = agent.dataset.values_dict.get("obs")
         if rms is None or agent.is_rnn or not isinstance(obs, torch.Tensor):

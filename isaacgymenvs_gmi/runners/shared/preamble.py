@@ -7,9 +7,8 @@ from isaacgymenvs_gmi.placement.run_plan import RunPlan
 
 
 def prepare_gmi(plan: RunPlan, seed: int) -> None:
-    """Patch rl-games' checkpoint saving and loading (once per process), record ``plan``'s task
-    for the checkpoints, and seed Python, numpy and torch with ``seed`` (the plan's seed plus
-    the GMI's id; rl-games' own rank offset is never enabled)."""
+    """Patch rl-games' checkpoint functions (once per process), record ``plan``'s task for the
+    checkpoints, and seed with ``seed`` (rl-games' own rank offset is never enabled)."""
     from isaacgymenvs_gmi.patches import apply_all, set_checkpoint_metadata
 
     from .seeding import seed_everything

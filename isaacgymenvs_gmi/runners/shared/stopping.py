@@ -1,6 +1,6 @@
-"""rl-games' continuous PPO agent that ends training at an epoch boundary when the run is asked
-to stop (see :mod:`isaacgymenvs_gmi.gmi.stop`), remembers its last checkpoint and why training
-ended, and shows the progress line after every epoch."""
+"""rl-games' continuous PPO agent that ends training at an epoch boundary when asked to stop
+(:mod:`isaacgymenvs_gmi.gmi.stop`), remembers its last checkpoint and why training ended, and
+shows the progress line after every epoch."""
 
 from __future__ import annotations
 
@@ -45,13 +45,10 @@ class EpochReport(Protocol):
 
 
 class StoppableAgent(A2CAgent):
-    """``a2c_continuous`` plus a stop check after every epoch (and the fault-injection hook
-    before it), a check that the epoch left the weights and statistics finite, and the epoch's
-    progress line (``telemetry``, where given) with its :class:`EpochWork`: optimizer steps
-    skipped by the gradient scaler, and the stages its time went to.
-
-    When ``should_stop`` returns a signal, the agent makes the epoch just finished its last one:
-    rl-games' own end of training then writes the final ``last_*`` checkpoint and returns.
+    """``a2c_continuous`` plus a stop check after every epoch (the fault hook before it), a
+    finiteness check of weights and statistics, and the progress line (``telemetry``).
+    A stop signal makes the epoch just finished the last: rl-games' own end of training then
+    writes the final ``last_*`` checkpoint.
     """
 
     def __init__(
@@ -66,9 +63,8 @@ class StoppableAgent(A2CAgent):
         audit: Callable[[Any], GradientAudit] | None = None,
         gradient_fault: GradientHook | None = None,
     ):
-        """``audit``: builds the numerical audit (``gmi.debug.audit``) from this agent's
-        :meth:`audit_collectives`; ``gradient_fault``: corrupts this GMI's gradients before
-        they are reduced (fault injection, to prove the audit catches it)."""
+        """``audit``: builds the numerical audit from :meth:`audit_collectives`;
+        ``gradient_fault``: corrupts this GMI's gradients before they are reduced."""
         super().__init__(base_name, params)
         self.should_stop, self.before_epoch = should_stop, before_epoch
         self.telemetry, self.trace = telemetry, trace
@@ -107,9 +103,7 @@ class StoppableAgent(A2CAgent):
 
     @property
     def epoch_seconds(self) -> list[float]:
-        """Wall time of each epoch, from its start to the next one's (the last: to its end):
-        play and update, and what runs between epochs (statistics, checkpoints, the
-        collectives that keep GMIs in step)."""
+        """Wall time of each epoch, from its start to the next one's (the last: to its end)."""
         marks = [*self._epoch_starts, self._last_end]
         return [b - a for a, b in zip(marks, marks[1:], strict=False)]
 
@@ -188,9 +182,8 @@ class StoppableAgent(A2CAgent):
         return result
 
     def end_epoch(self, result) -> None:
-        """After the epoch's update, before its stop check and rl-games' statistics: its
-        progress line (``result``: what rl-games' ``train_epoch`` returned); after the first,
-        how its XLA programs were had (compiled or from the cache)."""
+        """After the epoch's update, before its stop check: its progress line (``result``:
+        rl-games' ``train_epoch``'s); after the first, the start-up line."""
         if self.epoch_num == 1:
             startup_clock.mark("first_epoch")
             log.info(startup_clock.startup_line(self.compile_note()))

@@ -1,5 +1,4 @@
-"""GMI 0's video recorder for ``capture_video``: env 0 into the run folder's ``videos``, and to
-wandb when it is on."""
+"""GMI 0's video recorder for ``capture_video`` (and to wandb when it is on)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The run's wandb observer, for the one GMI that logs (GMI 0, the lead trainer in async mode),
-and the guard that finishes its run."""
+"""The run's wandb observer, for the one GMI that logs, and the guard that finishes its run."""
 
 from __future__ import annotations
 

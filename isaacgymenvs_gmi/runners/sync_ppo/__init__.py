@@ -1,9 +1,6 @@
 """Synchronous PPO (``gmi.mode=sync``): rl-games' PPO in every GMI, in lockstep.
-
-:func:`run_sync_ppo` is the body; :class:`~.agent.GmiPpoAgent` the rl-games agent, kept
-identical with the others by :mod:`isaacgymenvs_gmi.runners.shared.lockstep`; :mod:`.telemetry`
-the per-epoch progress line. Heavy imports (rl-games, the simulator) happen inside the body, so
-a freshly spawned GMI binds its resources before they load.
+:func:`run_sync_ppo` is the body; heavy imports happen inside it, so a freshly spawned GMI binds
+its resources before they load.
 """
 
 from isaacgymenvs_gmi.runners.mode import Mode

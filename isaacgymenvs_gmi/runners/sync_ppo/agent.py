@@ -1,12 +1,9 @@
 """rl-games' continuous PPO agent, one per GMI, kept in lockstep with the other GMIs.
 
 It never sets rl-games' ``multi_gpu`` (which calls ``init_process_group("nccl")`` itself): every
-cross-GMI exchange goes through the group and the
-:class:`~isaacgymenvs_gmi.runners.shared.lockstep.PpoLockstep` passed in. GMI 0 alone logs
-and writes checkpoints; the others keep rl-games' bookkeeping (so epoch-end decisions such as
-``max_epochs`` or ``score_to_win`` are computed everywhere from identical, synchronised values)
-but their side effects are switched off. Stop decisions are made by every GMI from identical
-values (epoch and frame counts, merged episode statistics), so they agree.
+cross-GMI exchange goes through the group and the lockstep. GMI 0 alone logs and writes
+checkpoints; the others keep rl-games' bookkeeping with its side effects off, so stop decisions
+are made everywhere from identical values and agree.
 """
 
 from __future__ import annotations
@@ -21,19 +18,14 @@ CHECK_EVERY = 10  # epochs between replica fingerprint checks
 
 
 class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
-    """``a2c_continuous`` with gradient reduction, weight broadcast and synchronised statistics,
-    for the actor-critic model and, when configured, the central value (asymmetric critic) net.
-
-    Its frame count (``self.frame``: checkpoints, ``max_frames``, summaries) is the run's total
-    over all GMIs, so it stays right when a run resumes with another number of GMIs.
-    """
+    """``a2c_continuous`` with gradient reduction, weight broadcast and synchronised statistics.
+    Its ``self.frame`` is the run's total over all GMIs (right when resumed on another count)."""
 
     def __init__(self, base_name, params, *, lockstep: PpoLockstep, **hooks):
         """``hooks``: :class:`StoppableAgent`'s (its stop check, epoch hook, telemetry)."""
         super().__init__(base_name, params, **hooks)
         group = self.group = lockstep.group
-        swapped = self.replicate(lockstep)
-        announce(group, swapped)
+        announce(group, self.replicate(lockstep))
         worlds = getattr(getattr(self.vec_env.env, "backend", None), "worlds", None)
         group.check_pools(mujoco=getattr(worlds, "num_threads", None))
         group.startup_barrier("agent built")
@@ -59,9 +51,8 @@ class GmiPpoAgent(ReplicatedPpo, StoppableAgent):
         """GMI 0's XLA programs, and the other GMIs' summed (collective)."""
         counts = compile_counts()
         mine = [counts.loaded_whole, counts.loaded, counts.compiled]
-        rows = self.group.all_gather_vector(
-            torch.tensor(mine, dtype=torch.float64), "XLA program counts"
-        )
+        mine = torch.tensor(mine, dtype=torch.float64)
+        rows = self.group.all_gather_vector(mine, "XLA program counts")
         whole, loaded, compiled = (int(x) for x in rows[1:].sum(dim=0).tolist())
         return (
             f"{counts.describe()} (the other {self.group.world_size - 1} GMIs: "

@@ -1,9 +1,6 @@
-"""The body of a sync-PPO GMI: seed, build the task, train (or play) with rl-games' Runner.
-
-With a group, the GMI first builds its gradient reduction (collective: every GMI in the same
-order) and trains with :class:`~.agent.GmiPpoAgent` in lockstep with the others; in one process
-it trains with rl-games' own agent, exactly as IsaacGymEnvs would. Either way the progress line
-is ours (:mod:`.telemetry`), in place of rl-games' ``fps step`` line.
+"""The body of a sync-PPO GMI: seed, build the task, train (or play) with rl-games' Runner: in
+lockstep with the other GMIs (:class:`~.agent.GmiPpoAgent`) with a group, else with rl-games'
+own agent, as IsaacGymEnvs would. The progress line is :mod:`.telemetry`'s.
 """
 
 from __future__ import annotations
@@ -36,12 +33,8 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
         from isaacgymenvs_gmi.runners.shared.lockstep import build_lockstep
 
         lockstep = build_lockstep(ctx, plan.layout, group)
-    telemetry = EpochTelemetry(
-        plan.num_envs,
-        plan.train.horizon_length,
-        ctx.rank,
-        gather_one if group is None else group.all_gather_vector,
-    )
+    gather = gather_one if group is None else group.all_gather_vector
+    telemetry = EpochTelemetry(plan.num_envs, plan.train.horizon_length, ctx.rank, gather)
     return _train(ctx, lockstep, telemetry)
 
 
@@ -73,28 +66,16 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
         # nothing of GMI i > 0 lands in the user's run folder
         train_dir=ctx.scratch_dir if lockstep is not None and rank != 0 else None,
     )
-    log.info(
-        "%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s",
-        plan.task_name,
-        plan.num_envs,
-        seed,
-        plan.sim.backend,
-        resources.sim_device,
-        resources.rl_device,
-    )
+    what = "%s: %d envs per GMI, seed %d, %s physics on %s, learner on %s"
+    devices = (resources.sim_device, resources.rl_device)
+    log.info(what, plan.task_name, plan.num_envs, seed, plan.sim.backend, *devices)
     runner = Runner(observer if wandb is None else ObserverChain(observer, wandb))
     runner.algo_factory.register_builder("a2c_continuous", _agent_factory(ctx, lockstep, telemetry))
     runner.load({"params": params})
     runner.reset()
     with finishing(wandb):  # after the writer's last scalars, which it syncs
-        runner.run(
-            {
-                "train": not plan.test,
-                "play": plan.test,
-                "checkpoint": plan.checkpoint,
-                "sigma": plan.train.sigma,
-            }
-        )
+        run = {"train": not plan.test, "play": plan.test, "checkpoint": plan.checkpoint}
+        runner.run({**run, "sigma": plan.train.sigma})
         for env in envs:
             env.close()
         if observer.writer is not None:
@@ -130,17 +111,12 @@ def _agent_factory(
     ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTelemetry
 ) -> Callable[..., Any]:
     """rl-games' builder of the a2c_continuous agent: in lockstep with the other GMIs when
-    there are others, else rl-games' own agent made stoppable; both report through
-    ``telemetry``."""
+    there are others, else rl-games' own made stoppable."""
     from isaacgymenvs_gmi.gmi.faults import gradient_hook
 
     debug = ctx.plan.gmi.debug
-    hooks = dict(
-        telemetry=telemetry,
-        before_epoch=ctx.before_epoch,
-        should_stop=ctx.should_stop,
-        gradient_fault=gradient_hook(ctx.rank),
-    )
+    hooks = dict(telemetry=telemetry, before_epoch=ctx.before_epoch, should_stop=ctx.should_stop)
+    hooks["gradient_fault"] = gradient_hook(ctx.rank)
     if debug.trace_nonfinite:
         from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 

@@ -1,12 +1,9 @@
 """Per-epoch throughput, pace and device use across GMIs: gathered every epoch, shown by GMI 0.
 
-Every GMI contributes its env steps/s and its :class:`~isaacgymenvs_gmi.rl.epoch_work.EpochWork`
-(optimizer steps skipped by the gradient scaler, seconds per stage); GMI 0 prints the progress
-line (the same at 1 GMI as at N: frames, env steps/s, mean reward, elapsed time and ETA, skipped
-steps when there are any; rewritten in place with a progress bar on a terminal), and writes
-per-GMI and total env steps/s, skipped steps, each GMI's stage seconds and, where NVML sees
-GPUs, their utilisation and memory to TensorBoard. Every ``SPLIT_EVERY`` epochs it says where
-the slowest GMI's epoch went. It takes numbers, not an agent.
+Every GMI contributes its env steps/s and its :class:`~isaacgymenvs_gmi.rl.epoch_work.EpochWork`;
+GMI 0 prints the progress line (in place with a bar on a terminal) and writes per-GMI and total
+rates, skipped steps, stage seconds and GPU use to TensorBoard; every ``SPLIT_EVERY`` epochs it
+says where the slowest GMI's epoch went.
 """
 
 from __future__ import annotations
@@ -69,10 +66,8 @@ class EpochTelemetry:
         work: EpochWork | None = None,
     ) -> None:
         """After ``epoch`` (1-based) took ``epoch_seconds`` on this GMI; ``reward``: the mean
-        episode reward over all GMIs (None before any episode ended); ``writer``: a TensorBoard
-        SummaryWriter (GMI 0) or None; ``frames``: the run's env steps after this epoch (all
-        GMIs; default: counted from epoch 1); ``max_epochs``/``max_frames``: the limits, -1
-        for none; ``work``: this GMI's steps and stage seconds."""
+        over all GMIs (None before any episode ended); ``frames``: the run's env steps after
+        this epoch (default: counted from epoch 1); limits -1 for none."""
         rate = self.frames_per_epoch / max(epoch_seconds, 1e-9)
         mine = torch.tensor([rate, *(work or EpochWork()).vector()], dtype=torch.float64)
         rows = self.gather(mine, "throughput").reshape(-1, mine.numel())  # (GMIs, 4 + stages)
@@ -129,8 +124,8 @@ class EpochTelemetry:
             end_live()
 
     def _pace(self, epoch_seconds: float) -> float:
-        """Seconds per epoch: the wall time between recent epoch ends (checkpoints and the
-        exchanges between epochs included), or this epoch's own time at the first."""
+        """Seconds per epoch: the wall time between recent epoch ends, or this epoch's own at the
+        first."""
         if len(self._ends) < 2:
             return epoch_seconds
         return (self._ends[-1] - self._ends[0]) / (len(self._ends) - 1)
