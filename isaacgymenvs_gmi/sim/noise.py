@@ -46,7 +46,7 @@ class Noise:
 
     def __call__(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` (any shape) with this noise; a new tensor."""
-        host = tensor.device.type == "cpu"  # noised in numpy
+        host = self.on_host(tensor)
         values = tensor.detach().numpy() if host else tensor
         if self.corr is None or tuple(self.corr.shape) != tuple(values.shape):
             self.corr = self._draw(values, uniform=False)  # normal, as upstream draws it
@@ -58,6 +58,10 @@ class Noise:
             noise = self._draw(values, uniform=True) * (y - x) + (x + a) + self.corr * (b - a)
         out = values + noise if self.spec.operation == "additive" else values * noise
         return torch.from_numpy(out) if host else out
+
+    def on_host(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is noised in numpy (host memory) rather than in torch."""
+        return tensor.device.type == "cpu"
 
     def _draw(self, like, uniform: bool):
         if isinstance(like, np.ndarray):
