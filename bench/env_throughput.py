@@ -32,9 +32,8 @@ from common import compose, write_result
 from mujoco import rollout
 from omegaconf import OmegaConf
 
-from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 from isaacgymenvs_gmi.sim.model import compile_task_model
-from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask
+from isaacgymenvs_gmi.sim.vec_task import PhysicsOptions, VecTask, available_cores
 from isaacgymenvs_gmi.tasks import get_task_class
 
 TASKS = ("Ant", "Humanoid", "Anymal", "BallBalance", "FrankaCabinet", "ShadowHand")
@@ -78,7 +77,7 @@ class BareStepping:
 
 
 def cpu_ratio(task: str, num_envs: int | None, rounds: int, steps: int) -> dict:
-    threads = len(usable_cores())
+    threads = available_cores()
     cfg = task_config(task, num_envs)
     num_envs = int(cfg["env"]["numEnvs"])
     env = VecTask(cfg, "cpu", "cpu", physics=PhysicsOptions(backend="mujoco", num_threads=threads))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,7 +18,6 @@ import torch
 from isaacgymenvs_gmi.config.debug import DebugSettings
 from isaacgymenvs_gmi.config.randomization import RandomizationSettings
 from isaacgymenvs_gmi.config.task_env import TaskEnvSettings
-from isaacgymenvs_gmi.placement.cpu_sets import usable_cores
 from isaacgymenvs_gmi.tasks import get_task_class
 from isaacgymenvs_gmi.tasks.base import ModelInfo
 
@@ -41,6 +41,11 @@ class PhysicsOptions:
     mjx_impl: Literal["jax", "warp"] = "jax"
     num_threads: int | None = None  # MuJoCo C worker threads; None = the cores we may run on
     assets_root: str | None = None
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its affinity mask: a GMI's own core set)."""
+    return len(os.sched_getaffinity(0))
 
 
 def _key_of(config: dict[str, Any]) -> bytes:
@@ -141,7 +146,7 @@ class VecTask:
         if physics.backend == "mujoco":
             from .mujoco_backend import MujocoBackend
 
-            threads = physics.num_threads or len(usable_cores())
+            threads = physics.num_threads or available_cores()
             self.backend = MujocoBackend(logic, model, timing.nstep, threads, seed, first)
         else:
             from .mjx_backend import MjxBackend
