@@ -195,8 +195,12 @@ REPLICA_LABELS = {  # type name -> label, for the state a learner replicates bes
 def replica_names(replicas: list) -> list[str]:
     """Labels for the fingerprints of ``ReplicatedPpo.replicas()``: ``model`` (the first),
     ``critic``, ``optimizer``, ``grad scaler``, else ``module<i>``."""
-    return [
-        REPLICA_LABELS.get(type(r).__name__)
-        or ("optimizer" if isinstance(r, torch.optim.Optimizer) else f"module{i}" if i else "model")
-        for i, r in enumerate(replicas)
-    ]
+    return [_replica_name(i, r) for i, r in enumerate(replicas)]
+
+
+def _replica_name(i: int, replica) -> str:
+    if type(replica).__name__ in REPLICA_LABELS:
+        return REPLICA_LABELS[type(replica).__name__]
+    if isinstance(replica, torch.optim.Optimizer):
+        return "optimizer"
+    return "model" if i == 0 else f"module{i}"

@@ -212,7 +212,9 @@ def rlgames_names() -> frozenset[str]:
 def unread_train_config_keys(train_params: Mapping[str, Any]) -> list[str]:
     """``train.params.config.*`` keys rl-games never reads (accepted and ignored by it)."""
     config = train_params.get("config")
-    names = rlgames_names() if isinstance(config, Mapping) else None
+    if not isinstance(config, Mapping):
+        return []
+    names = rlgames_names()
     if not names:
         return []
     return [f"{_PREFIX}.config.{key}" for key in config if str(key) not in names]

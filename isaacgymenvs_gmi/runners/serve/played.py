@@ -42,8 +42,17 @@ class Played:
     @classmethod
     def merge(cls, parts: list[Played]) -> Played:
         """The run: counts summed; time is the slowest GMI's (GMIs play side by side)."""
-        columns = zip(fields(cls), zip(*map(astuple, parts), strict=True), strict=True)
-        return cls(*(max(c) if f.name in ("timed_s", "stopped_by") else sum(c) for f, c in columns))
+        return cls(
+            steps=sum(p.steps for p in parts),
+            timed_steps=sum(p.timed_steps for p in parts),
+            timed_s=max(p.timed_s for p in parts),
+            episodes=sum(p.episodes for p in parts),
+            return_sum=sum(p.return_sum for p in parts),
+            length_sum=sum(p.length_sum for p in parts),
+            produced=sum(p.produced for p in parts),
+            consumed=sum(p.consumed for p in parts),
+            stopped_by=max(p.stopped_by for p in parts),
+        )
 
     @property
     def pps(self) -> float:
