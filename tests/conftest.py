@@ -13,6 +13,7 @@ from hydra.errors import Hydra14MigrationWarning
 from omegaconf import DictConfig
 
 from isaacgymenvs_gmi.config import register_resolvers
+from tests.session_temp import SessionTemp
 
 CFG_DIR = Path(__file__).resolve().parents[1] / "cfg"
 
@@ -172,43 +173,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --- the suite itself must leave nothing behind in the temp dir or /dev/shm ----------------
-LEFTOVER_PATTERNS = (
-    "torchelastic_*",
-    "pytorch-errorfile-*",
-    "gmi[0-9]*-*",
-    "gmi-mps-*",  # an MPS daemon's folders (the daemon itself is gone with them)
-    "isaacgymenvs-gmi-*",
-    "torchinductor_*",
-)
-_TEMP_BEFORE: set[str] = set()
-_SESSION_CACHE: list[str] = []  # this session's compile caches (torch, XLA), removed at its end
-
-
-def _ours_in_temp() -> set[str]:
-    import fnmatch
-    import os
-    import tempfile
-
-    found = set()
-    for folder in {tempfile.gettempdir(), "/dev/shm"}:  # noqa: S108
-        if os.path.isdir(folder):
-            for name in os.listdir(folder):
-                if any(fnmatch.fnmatch(name, p) for p in LEFTOVER_PATTERNS):
-                    found.add(os.path.join(folder, name))
-    return found
+_SESSION_TEMP: list[SessionTemp] = []  # the session's own temp dir (tests/session_temp.py)
 
 
 SESSION_ENV = "GMI_TEST_SESSION"  # marks the processes this test session starts
 
 
 def pytest_configure(config):
-    """Measure the machine once, before any test: every wait in the suite scales with it. Mark
-    this session, so that checks for processes it left behind ignore another suite's."""
+    """Give the session its own temp dir, before anything compiles. Measure the machine once,
+    before any test: every wait in the suite scales with it. Mark this session, so that checks
+    for processes it left behind ignore another suite's."""
     import os
     import uuid
 
     from tests import speed
 
+    _SESSION_TEMP.append(SessionTemp.enter())
     speed.calibrate()
     os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
 
@@ -225,27 +205,11 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"machine speed factor {speed.factor():.2f}")
 
 
-def pytest_sessionstart(session):
-    import os
-    import tempfile
-
-    _TEMP_BEFORE.update(_ours_in_temp())
-    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # importing rl-games makes torch create it
-        _SESSION_CACHE.append(tempfile.mkdtemp(prefix="test-session-torch-cache-"))
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _SESSION_CACHE[-1]
-    # runs with gmi.compile_cache=auto share one XLA compile cache for the session, not the
-    # user's (a test of the cache itself names its own folder)
-    _SESSION_CACHE.append(tempfile.mkdtemp(prefix="test-session-cache-home-"))
-    os.environ["XDG_CACHE_HOME"] = _SESSION_CACHE[-1]
-
-
 def pytest_sessionfinish(session, exitstatus):
     """Fail the session if runs started by the tests left temp files or segments behind."""
-    import shutil
-
-    for folder in _SESSION_CACHE:
-        shutil.rmtree(folder, ignore_errors=True)
-    left = sorted(_ours_in_temp() - _TEMP_BEFORE)
+    temp = _SESSION_TEMP[0]
+    left = temp.leftovers(shared_memory=not hasattr(session.config, "workerinput"))
+    temp.remove()
     if left:
         print(f"\nleft behind in the temp dir by this test session: {left}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,9 +1,12 @@
 """One lockstep update of two GMIs, compiled (rl-games' ``torch_compile``) against eager, from
 identical weights and minibatches: the union normaliser statistics and the reduced gradient
 agree. On the CPU in float32; on a GPU (marked ``gpu``) also with rl-games' bf16 autocast,
-which the CPU cannot run."""
+which the CPU cannot run. torch keeps its compile caches in the test session's temp dir
+(tests/session_temp.py)."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import torch
@@ -81,6 +84,9 @@ def test_compiled_and_eager_agree_on_one_two_gmi_update(compose_cfg, tmp_path, d
     plan = plan_run(cfg, platform=(device == "cuda", (device,), False))
     eager_stats, eager = _one_update(plan, tmp_path, False, device, mixed)
     compiled_stats, compiled = _one_update(plan, tmp_path, True, device, mixed)
+    from torch._inductor import codecache  # its headers go to the session's temp dir, not /tmp
+
+    assert codecache._HEADER_DIR.startswith(os.environ["TMPDIR"] + os.sep)
     torch.testing.assert_close(compiled_stats, eager_stats, rtol=1e-5, atol=0)
     error = float((compiled - eager).norm() / eager.norm())
     print(f"compiled vs eager ({device}, mixed precision {mixed}): relative error {error:.1e}")
