@@ -18,8 +18,8 @@ from tests.session_temp import SessionTemp
 CFG_DIR = Path(__file__).resolve().parents[1] / "cfg"
 
 # Fixtures for every test folder: task configs, a session-wide env cache, restart/step (env
-# fixtures); nothing_may_start, the guard of the before-start tests
-pytest_plugins = ["tests.env_fixtures", "tests.nothing_starts"]
+# fixtures); nothing_may_start, the guard of the before-start tests; runs trained once a session
+pytest_plugins = ["tests.env_fixtures", "tests.nothing_starts", "tests.shared_runs"]
 
 Compose = Callable[..., DictConfig]
 

@@ -86,6 +86,7 @@ class SessionTemp:
         remove_abandoned(outer)
         before = ours(outer) | ours(SHARED_MEMORY)
         root = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=outer)
+        os.chmod(root, 0o711)  # others may reach a folder in it (a test plays another user)
         os.environ["TMPDIR"], tempfile.tempdir = root, None
         os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", outer)
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(root, CACHES[0]))

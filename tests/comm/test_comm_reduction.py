@@ -100,25 +100,6 @@ def test_in_process_twin(g, t, intra):
         assert all(close(out[r], expected) for r in out), strategy
 
 
-def _gmi_process(rank: int, g: int, t: int, port: int, intra: str, results) -> None:
-    from datetime import timedelta
-
-    import torch.distributed as dist
-
-    layout = GmiLayout(1, g, t)
-    store = dist.TCPStore(
-        "127.0.0.1", port, layout.world_size, is_master=rank == 0, timeout=timedelta(seconds=60)
-    )
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=layout.world_size)
-    comm, _ = build_collectives(rank, layout, intra, store, timeout_s=60)
-    for strategy in strategies(layout):
-        flat = shard_gradient(rank, layout.world_size)
-        make_reducer(strategy, layout, comm).mean(flat)
-        results.put((strategy, rank, flat))
-    dist.barrier()
-    dist.destroy_process_group()
-
-
 def run_gmi_processes(target, g: int, t: int, *args, timeout: float = 120) -> list[tuple]:
     """Spawn the ``g x t`` GMIs of a layout as real processes, each running ``target(rank, g,
     t, port, *args, results)`` and putting one tuple per strategy; returns them all."""
@@ -139,12 +120,64 @@ def run_gmi_processes(target, g: int, t: int, *args, timeout: float = 120) -> li
     return got
 
 
+CASES = [(g, t, intra) for intra in ("gloo", "shm") for g, t in LAYOUTS]
+POOL = max(g * t for g, t in LAYOUTS)  # processes that serve every case in turn
+
+
+def _pool_process(rank: int, port: int, results) -> None:
+    """One of :data:`POOL` GMI processes in one gloo group, running every case in turn: a
+    case's layout covers the group's first GMIs, and the others only help create its groups
+    (as the actors of an async run do for its trainers); each case's keys in a store of its
+    own."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    store = dist.TCPStore(
+        "127.0.0.1", port, POOL, is_master=rank == 0, timeout=timedelta(seconds=60)
+    )
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=POOL)
+    for case, (g, t, intra) in enumerate(CASES):
+        layout = GmiLayout(1, g, t)
+        own = dist.PrefixStore(f"case{case}/", store)
+        comm, _ = build_collectives(rank, layout, intra, own, timeout_s=60)
+        if comm is not None:
+            for strategy in strategies(layout):
+                flat = shard_gradient(rank, layout.world_size)
+                make_reducer(strategy, layout, comm).mean(flat)
+                results.put(((g, t, intra), strategy, rank, flat))
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def real_gloo_results() -> dict[tuple, list[tuple]]:
+    """(g, t, intra) -> [(strategy, rank, reduced gradient)] from real processes: a pool of
+    spawned GMIs runs every case (a process each per case would import torch 40 times)."""
+    import torch.multiprocessing as mp
+
+    results = mp.get_context("spawn").Queue()
+    procs = mp.start_processes(
+        _pool_process, args=(free_port(), results), nprocs=POOL, join=False, start_method="spawn"
+    )
+    expected = sum(g * t * len(strategies(GmiLayout(1, g, t))) for g, t, _ in CASES)
+    got: dict[tuple, list[tuple]] = {case: [] for case in CASES}
+    for _ in range(expected):
+        case, *row = results.get(timeout=budget(120))
+        got[case].append(tuple(row))
+    procs.join(timeout=budget(120))
+    return got
+
+
 @pytest.mark.parametrize("intra", ["gloo", "shm"])
 @pytest.mark.parametrize("g,t", LAYOUTS)
-def test_real_gloo_processes(g, t, intra):
+def test_real_gloo_processes(g, t, intra, real_gloo_results):
     layout = GmiLayout(1, g, t)
-    got = run_gmi_processes(_gmi_process, g, t, intra)
+    got = real_gloo_results[(g, t, intra)]
     expected = union_gradient(layout.world_size)
+    assert sorted(rank for _, rank, _ in got) == sorted(
+        rank for rank in range(layout.world_size) for _ in strategies(layout)
+    )
     for strategy, rank, flat in got:
         assert close(flat, expected), (strategy, rank)
     assert {s for s, _, _ in got} == set(strategies(layout))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.gmi.test_gmi_runtime import progress, train
 from tests.helpers import assert_ok
+from tests.shared_runs import ANT_EPOCHS, ant_overrides, reward_meter
 
 CRITIC = (
     "+train.params.config.central_value_config={minibatch_size:512,mini_epochs:4,"
@@ -47,36 +49,26 @@ def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value
     assert len(rows) == 21 and rows[-1][2] > rows[0][2]  # and it learns
 
 
-def _ant(per_gpu: int, tmp_path) -> float:
-    """Ant, 768 envs in total split over ``per_gpu`` GMIs, 60 epochs of 16 steps (737,280
-    samples, 4 union minibatches of 3,072); the mean episode reward at the end."""
-    envs = 768 // per_gpu
+def _ant_three_gmis(tmp_path) -> float:
+    """:func:`tests.shared_runs.ant_overrides` on 3 GMIs: the reward meter at the end."""
     proc = train(
-        "task=Ant",
-        f"gmi.per_gpu={per_gpu}",
-        f"num_envs={envs}",
-        f"train.params.config.minibatch_size={envs * 4}",
-        "max_iterations=60",
+        *ant_overrides(3),
         "train.params.config.save_frequency=0",
-        tmp_path=tmp_path / str(per_gpu),
+        tmp_path=tmp_path,
         timeout=600,
     )
     assert_ok(proc)
-    # rl-games' episode-reward meter (merged across GMIs), as TensorBoard got it at epoch 60
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    (summaries,) = (tmp_path / str(per_gpu) / "runs").glob("*/summaries")
-    events = EventAccumulator(str(summaries))
-    events.Reload()
-    return {e.step: e.value for e in events.Scalars("rewards/iter")}[60]
+    (summaries,) = (tmp_path / "runs").glob("*/summaries")
+    return reward_meter(summaries, ANT_EPOCHS)
 
 
 @pytest.mark.slow
-def test_three_gmis_learn_ant_as_well_as_one_at_equal_samples(tmp_path):
+def test_three_gmis_learn_ant_as_well_as_one_at_equal_samples(tmp_path, ant_one_gmi):
     """Budget: about 2 minutes on 2 cores. Over 5 seeds at this budget (bench/learning_parity.py,
     rl-games' reward meter at epoch 60) one GMI scored 242-332 and three GMIs 279-293, per-seed
     ratios 0.84-1.21; with this run's seed, 290 and 284. The bar, 0.8x one GMI, allows that seed
     spread and is far above an Ant that does not learn (about 10 here)."""
-    one, three = _ant(1, tmp_path), _ant(3, tmp_path)
+    summaries = Path(ant_one_gmi.result.experiment_dir) / "summaries"  # shared with tests/rl
+    one, three = reward_meter(summaries, ANT_EPOCHS), _ant_three_gmis(tmp_path)
     assert one > 150, one
     assert three >= 0.8 * one, (three, one)
