@@ -53,11 +53,27 @@ def segments() -> set[str]:
 # in-process twin: the same actors, channels and trainer, taking turns), and the runs with real
 # processes check the accounting and only that the reward leaves random play behind.
 RANDOM_CARTPOLE = 20.0
+PER_EPOCH = 16 * 512  # samples a Cartpole trainer takes an epoch
+
+
+def until(score: float) -> tuple[str, str]:
+    """Overrides that end a run once its best mean reward passes ``score`` (rl-games judges
+    it on each new best, from ``save_best_after`` on)."""
+    return f"train.params.config.score_to_win={score}", "train.params.config.save_best_after=1"
+
+
+def won_after(run: LaunchedRun) -> int:
+    """The frames of a run that ended on its score_to_win (fails if it did not)."""
+    text = run.text("err")
+    found = re.search(r"training done: score_to_win reached after ([\d,]+) frames", text)
+    assert found, text[-2000:]
+    return _number(found.group(1))
 
 
 def test_async_cartpole_learns_in_the_serial_twin(tmp_path):
-    """Budget: 130 epochs of 8,192 samples, ~17 s here. The same run reached 488-492 at the
-    end on this machine (412 by epoch 67); the bar, 400, is what a balancing policy scores."""
+    """Budget: 130 epochs of 8,192 samples. The same run reached 488-492 at the end on this
+    machine (412 by epoch 67); the bar, 400, is what a balancing policy scores, and the run
+    ends once it passes it."""
     run = LaunchedRun(
         tmp_path,
         "task=Cartpole",
@@ -65,42 +81,57 @@ def test_async_cartpole_learns_in_the_serial_twin(tmp_path):
         "gmi.mode=async",
         "gmi.async.serial=true",
         "max_iterations=130",
+        *until(400),
     )
     assert run.finish(300) == 0, run.text("err")[-3000:]
+    frames = won_after(run)
+    assert frames % PER_EPOCH == 0 and frames <= 130 * PER_EPOCH
     produced, consumed, dropped, in_flight = balance(run)
-    assert (produced, consumed, dropped, in_flight) == (130 * 16 * 512, 130 * 16 * 512, 0, 0)
+    # taking turns: nothing dropped, and in flight at most the epoch made before the win
+    assert (consumed, dropped) == (frames, 0) and in_flight in (0, PER_EPOCH)
+    assert produced == consumed + in_flight
     got = rewards(run)
     assert min(got[:5]) < 2 * RANDOM_CARTPOLE and max(got[-5:]) >= 400, got
     assert run.checkpoints() and run.leftovers() == []
     err = run.text("err")
     assert re.search(r"start-up [\d.]+ s to the first epoch: ", err), err[-2000:]
-    assert "training done: max_epochs reached after 1,064,960 frames" in err, err[-800:]
 
 
 @pytest.mark.slow
 def test_async_cartpole_with_real_processes_accounts_for_every_transition(tmp_path):
+    """An actor killed mid-run does not end it: the other goes on, every transition either
+    side of the loss is accounted for, and the reward leaves random play behind (a quiet run
+    here ended near 490 after 130 epochs, a loaded one at 2x slower at 179); the run ends once
+    it is three times random play's."""
     before = segments()
     run = LaunchedRun(
-        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=130"
+        tmp_path,
+        "task=Cartpole",
+        "gmi.per_gpu=3",
+        "gmi.mode=async",
+        "max_iterations=130",
+        *until(3 * RANDOM_CARTPOLE),
     )
+    run.wait_for("epoch 5/130", 120)
+    os.kill(run.gmi_pids()[2], signal.SIGKILL)
     assert run.finish(300) == 0, run.text("err")[-3000:]
+    err = run.text("err")
+    assert "GMI 2" in err and "the run goes on with 1 of 2 actor GMIs" in err
     produced, consumed, dropped, in_flight = balance(run)
-    assert produced >= 1_000_000
+    assert consumed == won_after(run)  # every epoch trained one full batch
     assert produced == consumed + dropped + in_flight
-    assert consumed == 130 * 16 * 512  # every epoch trained one full batch
-    # a quiet run here ends near 490, a loaded one at 2x slower ended at 179
     assert max(rewards(run)[-5:]) > 3 * RANDOM_CARTPOLE
-    assert "async roles: 1 trainer(s), 2 actor(s)" in run.text("out") + run.text("err")
+    assert "async roles: 1 trainer(s), 2 actor(s)" in run.text("out") + err
     assert run.checkpoints()
     assert run.leftovers() == [] and segments() <= before
 
 
 @pytest.mark.slow
 def test_async_ant_reward_rises_without_nan(tmp_path):
-    """Budget: 60 epochs of 8,192 samples (1 trainer + 2 actors x 512 envs), ~35 s on 2 cores.
-    Real processes, so the lag depends on the machine: a quiet run here went from 5-15 to 215 and
-    passed 60 by epoch 32; the benchmark's runs (bench/async_lag.py) passed 100 by epoch 48 at
-    every lag limit. The bar, 60, is four times the first rewards."""
+    """Budget: 60 epochs of 8,192 samples (1 trainer + 2 actors x 512 envs). Real processes, so
+    the lag depends on the machine: a quiet run here went from 5-15 to 215 and passed 60 by
+    epoch 32; the benchmark's runs (bench/async_lag.py) passed 100 by epoch 48 at every lag
+    limit. The bar, 60, is four times the first rewards; the run ends once it passes it."""
     run = LaunchedRun(
         tmp_path,
         "task=Ant",
@@ -109,30 +140,16 @@ def test_async_ant_reward_rises_without_nan(tmp_path):
         "num_envs=512",
         "train.params.config.minibatch_size=4096",
         "max_iterations=60",
+        *until(60),
     )
     assert run.finish(400) == 0, run.text("err")[-3000:]
     text = run.text("out") + run.text("err")
     got = rewards(run)
-    assert len(got) >= 50 and all(math.isfinite(r) for r in got)
+    assert len(got) >= 5 and all(math.isfinite(r) for r in got)
     assert not re.search(r"\bnan\b", text, re.IGNORECASE)
     assert min(got[:5]) < 30 and max(got[-5:]) > 60, got
     produced, consumed, dropped, in_flight = balance(run)
-    assert consumed == 60 * 16 * 512 and produced == consumed + dropped + in_flight
-
-
-def test_an_actor_killed_mid_run_does_not_end_the_run(tmp_path):
-    run = LaunchedRun(
-        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=60"
-    )
-    run.wait_for("epoch 5/60", 120)
-    os.kill(run.gmi_pids()[2], signal.SIGKILL)
-    assert run.finish(300) == 0, run.text("err")[-3000:]
-    err = run.text("err")
-    assert "GMI 2" in err and "the run goes on with 1 of 2 actor GMIs" in err
-    produced, consumed, dropped, in_flight = balance(run)
-    assert produced == consumed + dropped + in_flight
-    assert "epoch 60/60" in run.text("out") + err
-    assert run.leftovers() == []
+    assert consumed == won_after(run) and produced == consumed + dropped + in_flight
 
 
 def test_a_killed_trainer_stops_the_run_and_leaves_nothing(tmp_path):
@@ -165,34 +182,39 @@ def test_too_few_actors_stop_the_run_cleanly_with_a_final_checkpoint(tmp_path):
     assert run.checkpoints() and run.leftovers() == []
 
 
-@pytest.mark.parametrize(("how", "seed"), [("stopped", 42), ("hung", 42), ("hung", 9)])
-def test_a_stopped_or_hung_actor_is_dropped_like_a_dead_one_within_the_timeout(tmp_path, how, seed):
+@pytest.mark.parametrize("how", ["stopped", "hung"])
+def test_a_stopped_or_hung_actor_is_dropped_like_a_dead_one_within_the_timeout(tmp_path, how):
     """SIGSTOP (never continued) or a hang in the actor's own code: within gmi.timeout_s it is
-    killed and named, the run goes on with the other actor and ends cleanly, bounded. The hang
-    runs with two seeds: losing an actor once left the learner non-finite in 2 of 13 runs; not
-    seen since in 16 seeded runs, and the learner check would stop such a run (exit != 0)."""
+    killed and named, the run goes on with the other actor, its learner finite (losing an actor
+    once left it non-finite in 2 of 13 runs; not seen since, and the learner check would stop
+    such a run), and ends cleanly when stopped, bounded: ten epochs after the loss, SIGTERM."""
     timeout_s = 4
     hang = {"ISAACGYMENVS_GMI_FAULT": "2:hang:8"} if how == "hung" else {}
     run = LaunchedRun(
-        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=150",
-        f"gmi.timeout_s={timeout_s}", f"seed={seed}", env=hang,
+        tmp_path, "task=Cartpole", "gmi.per_gpu=3", "gmi.mode=async", "max_iterations=100000",
+        f"gmi.timeout_s={timeout_s}", env=hang,
     )  # fmt: skip
-    run.wait_for("epoch 5/150", 120)
+    run.wait_for("epoch 5/", 120)
     if how == "stopped":
         os.kill(run.gmi_pids()[2], signal.SIGSTOP)
         why = "stopped by a signal (SIGSTOP or a debugger) for 4 s: killed"
     else:
         run.gmi_pids()
         why = "hung, dropped like a dead one (killed)"
-    started = run.wait_for("epoch 6/150", 60)
+    started = run.wait_for("epoch 6/", 60)
     dropped = run.wait_for(why, timeout_s + 30)
     assert dropped - started < timeout_s + budget(5), dropped - started
-    assert run.finish(300) == 0, run.text("err")[-3000:]
+    text = run.text("out") + run.text("err")
+    lost_at = max(int(e) for e in re.findall(r"epoch (\d+)/100000", text))
+    run.wait_for(f"epoch {lost_at + 10}/", 60)
+    run.proc.send_signal(signal.SIGTERM)
+    assert run.finish(120) == 143, run.text("err")[-3000:]
     err = run.text("err")
     assert "GMI 2" in err and "the run goes on with 1 of 2 actor GMIs" in err
     produced, consumed, dropped_lag, in_flight = balance(run)
     assert produced == consumed + dropped_lag + in_flight
-    assert "non-finite" not in err and "training done: max_epochs reached" in run.text("out") + err
+    assert "non-finite" not in err and "stopped by SIGTERM" in err, err[-2000:]
+    assert "final checkpoint" in run.text("out") + err and run.checkpoints()
     assert run.leftovers() == []
 
 
