@@ -54,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         started.append(True)
         logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
+        enable_our_loggers()
         _say_sources(cfg, sources)
         with quiet_console():
             return _train(cfg)
@@ -73,6 +74,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             for line in suggestions(args):
                 print(line, file=sys.stderr)
         raise
+
+
+def enable_our_loggers() -> None:
+    """Hydra's ``disabled`` job logging (upstream's, kept) turns off every logger that exists
+    when the job starts: ours too, where a pipeline imported this package before its Hydra
+    main ran. Turn them back on."""
+    prefix = __name__.partition(".")[0]
+    for name, logger in logging.Logger.manager.loggerDict.items():
+        if isinstance(logger, logging.Logger) and (name + ".").startswith(prefix + "."):
+            logger.disabled = False
 
 
 def _register_sweep_launcher() -> None:

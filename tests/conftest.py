@@ -193,6 +193,20 @@ def pytest_configure(config):
     os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Every test starts from the session's environment: a run made in this process sets
+    variables for the GMIs it starts (its seed, the compile cache) that must not reach the
+    processes of the tests after it."""
+    import os
+
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def pytest_report_header(config):
     from tests import speed
 
@@ -200,13 +214,22 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
-    from tests import speed
+    from tests import speed, warm_start
 
     terminalreporter.write_line(f"machine speed factor {speed.factor():.2f}")
+    started = warm_start.STARTED
+    terminalreporter.write_line(
+        f"train.py runs started warm {started['warm']}, cold {started['cold']}"
+    )
+    if warm_start.lost():
+        terminalreporter.write_line(warm_start.lost())
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Fail the session if runs started by the tests left temp files or segments behind."""
+    from tests import warm_start
+
+    warm_start.stop()
     temp = _SESSION_TEMP[0]
     left = temp.leftovers(shared_memory=not hasattr(session.config, "workerinput"))
     temp.remove()

@@ -1,6 +1,6 @@
-"""What many tests need: ``train.py`` run to its end, the progress lines read back, a free TCP
-port, float32 arrays. A run followed while it goes (signals, faults) is
-:class:`tests.gmi.launched_run.LaunchedRun`."""
+"""What many tests need: ``train.py`` run to its end (warm where it may:
+:mod:`tests.warm_start`), the progress lines read back, a free TCP port, float32 arrays. A run
+followed while it goes (signals, faults) is :class:`tests.gmi.launched_run.LaunchedRun`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests import warm_start
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,14 +36,22 @@ def run_train(
     full = {**os.environ, **(env or {})}
     if pythonpath:
         full["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
-    return subprocess.run(
-        [*launcher, TRAIN_PY, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=budget(timeout_s),
-        env=full,
-    )
+    return finished([*launcher, TRAIN_PY, *args], cwd, full, timeout_s)
+
+
+def finished(
+    argv: Sequence[str], cwd: Path | str, env: Mapping[str, str], timeout_s: float
+) -> subprocess.CompletedProcess:
+    """``argv`` run to its end (started warm where it may: :mod:`tests.warm_start`), output
+    captured as text; killed after ``timeout_s`` on the reference machine (stretched)."""
+    proc = warm_start.start(argv, cwd, env)
+    try:
+        out, err = proc.communicate(timeout=budget(timeout_s))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
 def assert_ok(proc: subprocess.CompletedProcess, tail: int = 3000) -> None:

@@ -31,6 +31,9 @@ from isaacgymenvs_gmi.runners.sync_ppo.telemetry import EpochTelemetry, gather_o
 from tests.helpers import assert_ok, run_train
 
 ROOT = Path(__file__).resolve().parents[1]
+HYDRA_DISABLED_LOGGING = (  # hydra/job_logging=disabled, which cfg/config.yaml picks as upstream
+    Path(__import__("hydra").__file__).parent / "conf" / "hydra" / "job_logging" / "disabled.yaml"
+)
 
 # what a new user saw on `make train` before the filter (one of each, verbatim)
 NOISE_LINES = [
@@ -248,6 +251,30 @@ def root_records():
     yield handler.seen
     root.removeHandler(handler)
     root.setLevel(level)
+
+
+def test_a_pipeline_that_imported_the_package_first_keeps_our_log_lines():
+    """Hydra's ``disabled`` job logging turns off every logger that exists when a job starts;
+    ours are turned back on, a library's stay as Hydra left them."""
+    from hydra.core.utils import configure_log
+    from omegaconf import OmegaConf
+
+    from isaacgymenvs_gmi.cli import enable_our_loggers
+
+    ours, theirs = logging.getLogger("isaacgymenvs_gmi.launch"), logging.getLogger("a_library")
+    loggers = logging.Logger.manager.loggerDict.values()
+    disabled = {x: x.disabled for x in loggers if isinstance(x, logging.Logger)}
+    level = logging.root.level
+    try:
+        configure_log(OmegaConf.load(HYDRA_DISABLED_LOGGING))
+        assert ours.disabled and theirs.disabled
+        enable_our_loggers()
+        assert not ours.disabled and theirs.disabled
+    finally:
+        logging.root.setLevel(level)
+        for logger, was in disabled.items():
+            logger.disabled = was
+        theirs.disabled = False
 
 
 def test_pyopengl_speedup_notice_is_dropped(root_records):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import glob
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -14,20 +12,17 @@ from pathlib import Path
 
 import psutil
 
+from tests import warm_start
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _hangup_at_default() -> None:
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
 class LaunchedRun:
     """``python train.py *args train_dir=<tmp>/runs`` with ``TMPDIR=<tmp>/temp`` or ``temp``
     (empty at start, so a test can check that the run leaves nothing in it), started as from a
-    terminal: SIGHUP at its default even where the suite itself runs under ``nohup`` (which
-    the run would inherit and, by design, respect)."""
+    terminal (warm where it may: :mod:`tests.warm_start`): SIGHUP at its default even where the
+    suite itself runs under ``nohup`` (which the run would inherit and, by design, respect)."""
 
     def __init__(
         self,
@@ -36,19 +31,17 @@ class LaunchedRun:
         env: dict | None = None,
         temp: Path | None = None,
         own_group: bool = False,
+        cold: bool = False,
     ):
         self.runs, self.temp = tmp_path / "runs", temp or tmp_path / "temp"
         self.temp.mkdir(parents=True, exist_ok=temp is not None)
         self.lines: list[tuple[float, str, str]] = []  # (time, "out" | "err", line)
-        self.proc = subprocess.Popen(
+        self.proc = warm_start.start(
             [sys.executable, "train.py", *args, f"train_dir={self.runs}"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "TMPDIR": str(self.temp), **(env or {})},
-            start_new_session=own_group,  # a process group of its own, as in a terminal
-            preexec_fn=_hangup_at_default,
+            ROOT,
+            {**os.environ, "TMPDIR": str(self.temp), **(env or {})},
+            new_session=own_group,  # a process group of its own, as in a terminal
+            cold=cold,  # a test of what a cold start does
         )
         self.seen_gmis: set[int] = set()
         self._readers = [

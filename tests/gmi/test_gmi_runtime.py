@@ -104,7 +104,7 @@ def test_kill_9_one_gmi_stops_all_and_leaves_a_loadable_checkpoint(tmp_path):
         os.kill(pids[1], signal.SIGKILL)
         killed_at = time.time()
         _, stderr = launcher.communicate(timeout=budget(90))
-        assert time.time() - killed_at < 60
+        assert time.time() - killed_at < budget(60)
     finally:
         if launcher.poll() is None:
             launcher.kill()
@@ -128,7 +128,7 @@ def test_a_hung_gmi_is_named_and_everyone_exits(tmp_path):
         env={"ISAACGYMENVS_GMI_FAULT": "1:hang:3"},
     )
     assert proc.returncode != 0
-    assert time.time() - start < 120
+    assert time.time() - start < budget(120)
     assert re.search(r"missing: GMI 1 \(stuck after collective #\d+", proc.stderr), proc.stderr[
         -3000:
     ]

@@ -17,11 +17,11 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from isaacgymenvs_gmi import launch
 from isaacgymenvs_gmi.comm.signed_store import SignedStore, StoreAuthError
 from isaacgymenvs_gmi.config.checkpoint_file import read_checkpoint
 from tests.gmi.launched_run import LaunchedRun
 from tests.gmi.stranger import probe_as_stranger
-from tests.helpers import run_train
 from tests.speed import budget
 
 FINGERPRINT = re.compile(r"replicas identical at 'end of training, \d+ epochs' on \d GMIs: (.*)")
@@ -95,7 +95,7 @@ def test_signed_store_rejects_values_it_did_not_sign():
     [(2, signal.SIGINT, 130), (1, signal.SIGTERM, 143), (2, signal.SIGHUP, 129)],
 )
 def test_a_stop_signal_ends_the_run_at_an_epoch_with_a_checkpoint_that_plays(
-    tmp_path, gmis, sig, code
+    tmp_path, gmis, sig, code, compose_cfg
 ):
     run = LaunchedRun(tmp_path, "task=Cartpole", f"gmi.per_gpu={gmis}", "max_iterations=100000")
     run.wait_for(f"[GMI x{gmis}] epoch 3/", timeout=240)  # the same line at 1 GMI as at N
@@ -111,8 +111,10 @@ def test_a_stop_signal_ends_the_run_at_an_epoch_with_a_checkpoint_that_plays(
     assert os.path.isfile(found.group(1)) and found.group(1) == run.checkpoints()[-1]
     assert run.leftovers() == []
     assert "model" in torch.load(found.group(1))  # torch's default loader (weights_only=True)
-    play = run_train("task=Cartpole", "test=True", f"checkpoint={found.group(1)}")
-    assert play.returncode == 0 and "mean episode reward" in play.stdout, play.stderr[-2000:]
+    # it plays (in this process: train.py's test=True is tests/rl/test_rl_training.py's)
+    play = compose_cfg("task=Cartpole", "test=True", f"checkpoint={found.group(1)}")
+    played = launch.run(play, launch.plan_run(play))
+    assert played.mean_reward is not None and played.mean_length > 0
 
 
 @pytest.mark.parametrize(
@@ -130,7 +132,7 @@ def test_ctrl_c_at_any_moment_ends_cleanly_without_a_traceback(tmp_path, start, 
     during it the run stops at an epoch (130), after it the run has ended on its own (0)."""
     run = LaunchedRun(
         tmp_path, "task=Cartpole", "gmi.per_gpu=2", "max_iterations=3", f"gmi.start={start}",
-        own_group=True,
+        own_group=True, cold=moment == "configs:",  # the launcher's own imports: a cold start
     )  # fmt: skip
     run.wait_for(moment, timeout=240)
     run.signal_group(signal.SIGINT)
@@ -177,12 +179,20 @@ def test_a_stopped_gmi_is_named_when_detected_and_cleared_within_the_timeout(tmp
     assert run.leftovers() == []
 
 
-@pytest.mark.parametrize("after", [1, 3])
-def test_frames_after_resume_are_the_runs_total(tmp_path, after):
-    per_gmi_epoch = 512 * 16  # Cartpole: numEnvs x horizon_length
-    first = LaunchedRun(tmp_path / "first", "task=Cartpole", "gmi.per_gpu=2", "max_iterations=4")
+@pytest.fixture(scope="module")
+def two_gmis_four_epochs(tmp_path_factory) -> LaunchedRun:
+    """Cartpole, 2 GMIs, 4 epochs, finished (the run both resumes below start from)."""
+    first = LaunchedRun(
+        tmp_path_factory.mktemp("first"), "task=Cartpole", "gmi.per_gpu=2", "max_iterations=4"
+    )
     assert first.finish(timeout=300) == 0, first.text("err")[-3000:]
-    ckpt = first.checkpoints()[-1]
+    return first
+
+
+@pytest.mark.parametrize("after", [1, 3])
+def test_frames_after_resume_are_the_runs_total(tmp_path, after, two_gmis_four_epochs):
+    per_gmi_epoch = 512 * 16  # Cartpole: numEnvs x horizon_length
+    ckpt = two_gmis_four_epochs.checkpoints()[-1]
     state = read_checkpoint(ckpt)
     assert state["frame"] == 4 * 2 * per_gmi_epoch
     second = LaunchedRun(

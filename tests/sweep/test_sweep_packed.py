@@ -16,7 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import assert_ok
+from tests import warm_start
+from tests.helpers import assert_ok, finished
 from tests.speed import budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,14 +33,8 @@ def sweep(
     tmp_path: Path, *args: str, per_gpu: int = 2, timeout: float = 240
 ) -> subprocess.CompletedProcess:
     """A finished packed sweep, ``per_gpu`` jobs at a time, in ``<tmp_path>/sw``."""
-    return subprocess.run(
-        [sys.executable, "train.py", "-m", *SMALL, f"hydra.launcher.per_gpu={per_gpu}", *args]
-        + [f"hydra.sweep.dir={tmp_path / 'sw'}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=budget(timeout),
-    )
+    argv = [sys.executable, "train.py", "-m", *SMALL, f"hydra.launcher.per_gpu={per_gpu}", *args]
+    return finished([*argv, f"hydra.sweep.dir={tmp_path / 'sw'}"], ROOT, os.environ, timeout)
 
 
 def summary(tmp_path: Path) -> list[dict]:
@@ -163,13 +158,11 @@ class BackgroundSweep:
 
     def __init__(self, tmp_path: Path, *args: str):
         self.folder = tmp_path / "sw"
-        self.proc = subprocess.Popen(
+        self.proc = warm_start.start(
             [sys.executable, "train.py", "-m", *SMALL, "hydra.launcher.per_gpu=2", *args]
             + [f"hydra.sweep.dir={self.folder}"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            ROOT,
+            os.environ,
         )
         self.seen: set[int] = set()
 

@@ -24,6 +24,7 @@ from isaacgymenvs_gmi.sweep.slots import SlotPool
 
 pytest.importorskip("optuna")
 from isaacgymenvs_gmi.sweep.pruning import SweepPruner  # noqa: E402
+from tests.speed import budget
 
 
 def test_median_stops_a_job_below_the_finished_jobs_median_after_its_warm_up():
@@ -114,7 +115,7 @@ def test_stop_signals_escalate_to_sigkill_and_a_stopped_job_is_continued(tmp_pat
     threading.Thread(target=signals, daemon=True).start()
     start = time.monotonic()
     states = runner.run()
-    assert time.monotonic() - start < 30
+    assert time.monotonic() - start < budget(30)
     assert runner.stop_signal == signal.SIGINT and runner.signals == 2
     assert status(states[0]) == "killed" and states[0].exit_code == -signal.SIGKILL
     assert states[1].exit_code == 0 and not states[1].killed  # continued, then stopped itself
@@ -131,12 +132,15 @@ def test_the_job_entry_parses_its_options_and_says_its_cores(tmp_path):
 
 
 def test_hyperband_brackets_stop_the_worst_and_keep_the_best():
+    """Optuna puts each job in one of 3 brackets by a hash that changes from process to
+    process (``hash`` of a string); with 27 jobs one bracket holds 9 or more, whatever the
+    hash, and there the worse jobs fall out of the top third."""
     settings = LauncherSettings(prune="hyperband", warmup_epochs=0, min_epochs=1)
     pruner = SweepPruner(settings, max_epochs=9)
     stopped = {}
-    for job in range(9):  # one after another, each better than the one before it but the first
+    for job in range(27):  # one after another, each worse than the one before it
         pruner.started(job)
-        value = 100.0 if job == 0 else float(job)
+        value = 100.0 - job
         for epoch in range(1, 10):
             if verdict := pruner.report(job, epoch, value * epoch):
                 stopped[job] = verdict
