@@ -14,6 +14,9 @@ STAMP := $(VENV)/.installed
 GMI_ARGS ?= gmi.per_gpu=3
 TRAIN_ARGS ?= num_envs=512 train.params.config.minibatch_size=4096 max_iterations=300
 PYTEST_ARGS ?=
+# the suite runs on two workers, tests that need the machine to themselves alone at the end
+# (docs/testing.md); TEST_WORKERS=0 runs it in one process
+TEST_WORKERS ?= 2
 
 .PHONY: install train test lint bench clean
 
@@ -28,7 +31,7 @@ train: install
 	$(BIN)/python train.py task=Ant $(GMI_ARGS) $(TRAIN_ARGS)
 
 test: install
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -37,6 +37,7 @@ EXTRAS_REQUIRE = {
     # the sweep tests run Optuna's sweeper and compose submitit's launcher config
     "dev": [
         "pytest==9.2.0",
+        "pytest-xdist==3.8.0",  # make test's two workers (tests/parallel.py)
         "ruff==0.17.6",
         "matplotlib==3.11.2",
         "wandb==0.31.0",

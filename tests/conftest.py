@@ -3,6 +3,7 @@ the way IsaacGymEnvs writes them (found through ``hydra.searchpath``)."""
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +19,14 @@ from tests.session_temp import SessionTemp
 CFG_DIR = Path(__file__).resolve().parents[1] / "cfg"
 
 # Fixtures for every test folder: task configs, a session-wide env cache, restart/step (env
-# fixtures); nothing_may_start, the guard of the before-start tests; runs trained once a session
-pytest_plugins = ["tests.env_fixtures", "tests.nothing_starts", "tests.shared_runs"]
+# fixtures); nothing_may_start, the guard of the before-start tests; runs trained once a session;
+# the work units of make test's two workers
+pytest_plugins = [
+    "tests.env_fixtures",
+    "tests.nothing_starts",
+    "tests.shared_runs",
+    "tests.parallel",
+]
 
 Compose = Callable[..., DictConfig]
 
@@ -174,6 +181,7 @@ def pytest_collection_modifyitems(config, items):
 
 # --- the suite itself must leave nothing behind in the temp dir or /dev/shm ----------------
 _SESSION_TEMP: list[SessionTemp] = []  # the session's own temp dir (tests/session_temp.py)
+_STARTED: list[float] = []  # when the session started (monotonic seconds)
 
 
 SESSION_ENV = "GMI_TEST_SESSION"  # marks the processes this test session starts
@@ -188,8 +196,11 @@ def pytest_configure(config):
 
     from tests import speed
 
+    _STARTED.append(time.monotonic())
     _SESSION_TEMP.append(SessionTemp.enter())
     speed.calibrate()
+    if hasattr(config, "workerinput"):  # a worker of make test's two: its processes are its own
+        os.environ[SESSION_ENV] = uuid.uuid4().hex
     os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
 
 
@@ -214,9 +225,16 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
+    """The suite's size, for the record (docs/testing.md): its wall time, the machine-speed
+    factor, and the time normalised to factor 1 (the reference machine)."""
     from tests import speed, warm_start
 
-    terminalreporter.write_line(f"machine speed factor {speed.factor():.2f}")
+    wall, factor = time.monotonic() - _STARTED[0], speed.factor()
+    terminalreporter.write_line(f"machine speed factor {factor:.2f}")
+    terminalreporter.write_line(
+        f"suite wall time {wall:.0f} s at machine speed factor {factor:.2f}: "
+        f"{wall / factor:.0f} s normalised to factor 1"
+    )
     started = warm_start.STARTED
     terminalreporter.write_line(
         f"train.py runs started warm {started['warm']}, cold {started['cold']}"
@@ -225,11 +243,21 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(warm_start.lost())
 
 
+def pytest_testnodedown(node, error):
+    """A worker's warm and cold starts, counted with the others'."""
+    from tests import warm_start
+
+    for kind, count in getattr(node, "workeroutput", {}).get("warm_start", {}).items():
+        warm_start.STARTED[kind] += count
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Fail the session if runs started by the tests left temp files or segments behind."""
     from tests import warm_start
 
     warm_start.stop()
+    if hasattr(session.config, "workeroutput"):  # told to the session that started this one
+        session.config.workeroutput["warm_start"] = dict(warm_start.STARTED)
     temp = _SESSION_TEMP[0]
     left = temp.leftovers(shared_memory=not hasattr(session.config, "workerinput"))
     temp.remove()

@@ -15,6 +15,7 @@ import pytest
 from isaacgymenvs_gmi.comm.folder_store import FolderStore
 from isaacgymenvs_gmi.gmi.guard import CollectiveGuard
 from isaacgymenvs_gmi.gmi.liveness import process_state
+from tests.speed import budget
 
 
 def _failing() -> None:
@@ -41,7 +42,7 @@ def test_a_gmi_stopped_after_reaching_the_collective_is_named(tmp_path):
     peer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         os.kill(peer.pid, signal.SIGSTOP)
-        deadline = time.monotonic() + 10  # a signal is delivered, not applied, by kill()
+        deadline = time.monotonic() + budget(10)  # a signal is delivered, not applied, by kill()
         while process_state(peer.pid) != "stopped" and time.monotonic() < deadline:
             time.sleep(0.01)
         message = _diagnosis(tmp_path, f"1 {socket.gethostname()}:{peer.pid} grads")

@@ -19,6 +19,7 @@ from isaacgymenvs_gmi.gmi.gmi_process import GmiProcess
 from isaacgymenvs_gmi.gmi.liveness import is_alive, process_state
 from isaacgymenvs_gmi.gmi.scratch import PREFIX, remove_abandoned
 from isaacgymenvs_gmi.runners.async_ppo.accounting import actor_gone
+from tests.speed import budget
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 # names itself (PR_SET_NAME = 15) and says so, then sleeps
@@ -32,7 +33,7 @@ NAMED = (
 def _reads(pid: int, want: str, timeout_s: float = 10.0) -> str:
     """The state of ``pid`` once it reads ``want`` (signals land asynchronously), else the last
     state read."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + budget(timeout_s)
     while (state := process_state(pid)) != want and time.monotonic() < deadline:
         time.sleep(0.01)
     return state

@@ -81,6 +81,7 @@ def _gmi_pids(launcher: psutil.Process) -> list[int]:
     return [gmis[name] for name in sorted(gmis, key=lambda n: int(n[4:]))]
 
 
+@pytest.mark.serial  # a detection window
 def test_kill_9_one_gmi_stops_all_and_leaves_a_loadable_checkpoint(tmp_path):
     args = [
         sys.executable,
@@ -118,6 +119,7 @@ def test_kill_9_one_gmi_stops_all_and_leaves_a_loadable_checkpoint(tmp_path):
     assert state["epoch"] >= 2 and "model" in state
 
 
+@pytest.mark.serial  # a detection window
 def test_a_hung_gmi_is_named_and_everyone_exits(tmp_path):
     start = time.time()
     proc = train(

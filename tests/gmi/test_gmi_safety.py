@@ -24,6 +24,8 @@ from tests.gmi.launched_run import LaunchedRun
 from tests.gmi.stranger import probe_as_stranger
 from tests.speed import budget
 
+pytestmark = pytest.mark.serial  # stop latencies, detection windows, /dev/shm
+
 FINGERPRINT = re.compile(r"replicas identical at 'end of training, \d+ epochs' on \d GMIs: (.*)")
 LOOPBACK = {"127.0.0.1", "::1"}
 

@@ -98,6 +98,7 @@ def test_async_cartpole_learns_in_the_serial_twin(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_async_cartpole_with_real_processes_accounts_for_every_transition(tmp_path):
     """An actor killed mid-run does not end it: the other goes on, every transition either
     side of the loss is accounted for, and the reward leaves random play behind (a quiet run
@@ -127,6 +128,7 @@ def test_async_cartpole_with_real_processes_accounts_for_every_transition(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_async_ant_reward_rises_without_nan(tmp_path):
     """Budget: 60 epochs of 8,192 samples (1 trainer + 2 actors x 512 envs). Real processes, so
     the lag depends on the machine: a quiet run here went from 5-15 to 215 and passed 60 by
@@ -152,6 +154,7 @@ def test_async_ant_reward_rises_without_nan(tmp_path):
     assert consumed == won_after(run) and produced == consumed + dropped + in_flight
 
 
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_a_killed_trainer_stops_the_run_and_leaves_nothing(tmp_path):
     before = segments()
     run = LaunchedRun(
@@ -164,6 +167,7 @@ def test_a_killed_trainer_stops_the_run_and_leaves_nothing(tmp_path):
     assert run.leftovers() == [] and segments() <= before
 
 
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_too_few_actors_stop_the_run_cleanly_with_a_final_checkpoint(tmp_path):
     run = LaunchedRun(
         tmp_path,
@@ -183,6 +187,7 @@ def test_too_few_actors_stop_the_run_cleanly_with_a_final_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["stopped", "hung"])
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_a_stopped_or_hung_actor_is_dropped_like_a_dead_one_within_the_timeout(tmp_path, how):
     """SIGSTOP (never continued) or a hang in the actor's own code: within gmi.timeout_s it is
     killed and named, the run goes on with the other actor, its learner finite (losing an actor
@@ -278,6 +283,7 @@ def test_async_needs_two_gmis(compose_cfg):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_two_trainers_stay_identical_learn_and_stop_together(tmp_path):
     """2 trainers + 2 actors: the trainers average gradients through the layout's reducer and
     prove identical every 10 epochs; a SIGTERM to the second trainer alone stops both at the
@@ -307,6 +313,7 @@ def test_two_trainers_stay_identical_learn_and_stop_together(tmp_path):
     assert run.checkpoints() and run.leftovers() == [] and segments() <= before
 
 
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_point_to_point_routes_learn_and_survive_a_killed_actor(tmp_path):
     """gmi.async.transport=p2p: every route and the weights go through gloo send/recv, as
     between nodes; an actor killed mid-run breaks only its own links."""
@@ -331,6 +338,7 @@ def test_point_to_point_routes_learn_and_survive_a_killed_actor(tmp_path):
     assert run.leftovers() == []
 
 
+@pytest.mark.serial  # real processes' lag, detection windows, /dev/shm
 def test_torchrun_two_nodes_train_async_across_them(tmp_path):
     """Two torchrun nodes of 2 GMIs on this machine: node 0 holds the trainer and an actor
     (shared memory), node 1 two actors whose routes and weights cross nodes point to point."""

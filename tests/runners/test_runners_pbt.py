@@ -23,6 +23,8 @@ from tests.gmi.test_gmi_runtime import train
 from tests.helpers import assert_ok
 from tests.pbt_upstream_files import write_upstream_pbt_files
 
+pytestmark = pytest.mark.serial  # members' decisions follow their relative progress
+
 ROOT = Path(__file__).resolve().parents[2]
 NO_GPU = (False, ("cpu",), False)  # (cuda available, JAX platforms, warp installed)
 POPULATION = (

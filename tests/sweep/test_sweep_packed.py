@@ -20,6 +20,8 @@ from tests import warm_start
 from tests.helpers import assert_ok, finished
 from tests.speed import budget
 
+pytestmark = pytest.mark.serial  # a sweep's slots and their timing
+
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = (  # a few seconds a job
     "task=Cartpole",

@@ -92,6 +92,7 @@ STOPS_ON_SIGINT = (  # the launcher starts jobs with stop signals held back, as 
 )
 
 
+@pytest.mark.serial  # signals its own process; a stop latency
 def test_stop_signals_escalate_to_sigkill_and_a_stopped_job_is_continued(tmp_path, monkeypatch):
     """First Ctrl-C: forwarded (a SIGSTOPped job is continued first, and stops); second:
     SIGTERM; then SIGKILL after the timeout. The sweep ends, naming the jobs it killed."""
