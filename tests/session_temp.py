@@ -93,6 +93,8 @@ class SessionTemp:
         # runs with gmi.compile_cache=auto share one XLA cache for the session, not the user's
         # (a test of the cache itself names its own folder)
         os.environ["XDG_CACHE_HOME"] = os.path.join(root, CACHES[1])
+        # wandb's system monitor writes its logs to ~/.cache/wandb, whatever XDG_CACHE_HOME says
+        os.environ["WANDB_CACHE_DIR"] = os.path.join(root, CACHES[1], "wandb")
         return cls(outer, root, before)
 
     def leftovers(self, shared_memory: bool = True) -> list[str]:

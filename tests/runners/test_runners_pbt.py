@@ -172,9 +172,8 @@ def test_a_member_that_fails_restarts_from_its_newest_record(tmp_path):
     )
     assert restarted, run.stdout[-3000:]
     assert "[PBT x3] epoch 24/24" in run.stdout
-    assert re.search(r"member 1: objective [\d.]+.*, 49,152 frames, .*done", run.stdout), (
-        run.stdout[-1500:]
-    )
+    member_1 = r"member 1(?: \(best\))?: objective [\d.]+.*, 49,152 frames, .*done"  # may lead
+    assert re.search(member_1, run.stdout), run.stdout[-1500:]
 
 
 def test_ctrl_c_stops_every_member_with_a_checkpoint(tmp_path):
