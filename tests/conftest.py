@@ -212,7 +212,7 @@ XLA_TEST_FLAG = "--xla_backend_optimization_level=0"
 
 def _compile_mjx_unoptimised() -> None:
     """The session's XLA programs (MJX's steps, in this process and the ones it starts) compile
-    without LLVM's optimisations: about a third less time for the suite's MJX tests, which
+    without LLVM's optimisations: up to a third less time for the suite's MJX tests, which
     compile far more than they run, with the same results (XLA's CPU code uses no fast-math).
     Speed is measured in ``bench/``, with XLA's defaults. A level in the user's ``XLA_FLAGS``
     wins."""

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ENV = "GMI_TEST_SPEED_FACTOR"
 REFERENCE_S = 0.090  # median round on the reference machine, nothing else running
-ROUNDS = 15  # about 3 s at factor 2: fewer rounds gave factors 1.7 to 2.2 an hour apart
+ROUNDS = 15  # about 3 s at factor 2 (5 rounds, one second, read 1.7 to 2.2 between runs)
 _FOUR_LEGS = """  # an Ant-sized body: a free torso and four two-joint legs
 <mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="5 5 .1"/>
 <body pos="0 0 .75"><freejoint/><geom type="sphere" size=".25"/>
