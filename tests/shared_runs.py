@@ -27,13 +27,16 @@ def ant_overrides(per_gpu: int) -> list[str]:
     ]
 
 
-def reward_meter(summaries: Path, epoch: int) -> float:
-    """rl-games' episode-reward meter (merged across GMIs) at ``epoch``, as TensorBoard got it."""
+def reward_meter(summaries: Path, last: int = 10) -> float:
+    """rl-games' episode-reward meter (merged across GMIs), as TensorBoard got it: its mean over
+    the run's ``last`` epochs (one epoch's value is noisier)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(summaries))
     events.Reload()
-    return {e.step: e.value for e in events.Scalars("rewards/iter")}[epoch]
+    by_epoch = {e.step: e.value for e in events.Scalars("rewards/iter")}
+    tail = sorted(by_epoch)[-last:]
+    return sum(by_epoch[e] for e in tail) / len(tail)
 
 
 @dataclass(frozen=True)
