@@ -68,7 +68,7 @@ def test_three_gmis_learn_ant_as_well_as_one_at_equal_samples(tmp_path, ant_one_
     against one. One seed proves comparable learning, not equality: over 5 seeds at this budget
     (bench/learning_parity.py, the meter at epoch 60) one GMI scored 242-332 and three GMIs
     279-293, per-seed ratios 0.84-1.21 (a standard deviation of about 0.14); a run of this test
-    on another machine scored 346 and 265 (0.77), and runs the suite starts warm
+    on another machine scored 346 and 265 at epoch 60 (0.77), and runs the suite starts warm
     (tests/warm_start.py) drift from cold ones at float rounding, as machines do. The bar, 0.65x
     one GMI, is more than 2.5 of those deviations below the mean ratio (1.03), and far above an
     Ant that does not learn (about 10 here). A wrong merge that still learns needs an exact check
