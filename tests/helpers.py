@@ -59,6 +59,15 @@ def assert_ok(proc: subprocess.CompletedProcess, tail: int = 3000) -> None:
     assert proc.returncode == 0, proc.stderr[-tail:]
 
 
+IDENTICAL = re.compile(r"^replicas identical at '([^']+)' on (\d+) GMIs: ([a-z0-9=, ]+)$", re.M)
+
+
+def fingerprints(stdout: str) -> dict[str, tuple[int, str]]:
+    """Each replica check a run printed: ``{what: (GMIs, labelled hashes)}``, e.g.
+    ``{"initial weights": (2, "model=..., optimizer=...")}``."""
+    return {what: (int(n), prints) for what, n, prints in IDENTICAL.findall(stdout)}
+
+
 def mean_rewards(stdout: str) -> list[float]:
     """The mean episode reward of each progress line that has one."""
     return [float(r) for *_, r in PROGRESS.findall(stdout) if r != "-"]

@@ -8,7 +8,7 @@ import re
 import sys
 
 from tests import warm_start
-from tests.helpers import TRAIN_PY
+from tests.helpers import TRAIN_PY, fingerprints
 from tests.speed import budget
 
 TWO_GMIS = ("task=Cartpole", "gmi.per_gpu=2", "num_envs=64", "max_iterations=2")
@@ -32,8 +32,7 @@ def _run(tmp_path, name: str, cold: bool):
     argv = [sys.executable, TRAIN_PY, *TWO_GMIS, f"train_dir={folder}"]
     proc = warm_start.start(argv, tmp_path, dict(os.environ), cold=cold)
     out, err = proc.communicate(timeout=budget(300))
-    initial = re.search(r"replicas identical at 'initial weights' on 2 GMIs: (.*)", out)
-    return proc, _lines(proc, out, err, folder), initial and initial.group(1)
+    return proc, _lines(proc, out, err, folder), fingerprints(out).get("initial weights")
 
 
 def test_a_warm_run_says_and_ends_as_a_cold_one(tmp_path):

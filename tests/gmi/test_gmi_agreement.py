@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.gmi.test_gmi_runtime import progress, train
-from tests.helpers import assert_ok
+from tests.helpers import assert_ok, fingerprints
 from tests.shared_runs import ant_overrides, reward_meter
 
 CRITIC = (
@@ -18,7 +18,6 @@ CRITIC = (
     "mlp:{units:[32,32],activation:elu,d2rl:false,initializer:{name:default},"
     "regularizer:{name:None}}}}"
 )
-IDENTICAL = re.compile(r"replicas identical at '([^']+)' on (\d+) GMIs: ([a-z0-9=, ]+)$", re.M)
 
 
 def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value_net(tmp_path):
@@ -28,7 +27,7 @@ def test_weights_and_normalisers_identical_after_20_updates_with_a_central_value
     differs."""
     proc = train("task=Cartpole", "gmi.per_gpu=2", "max_iterations=21", CRITIC, tmp_path=tmp_path)
     assert_ok(proc)
-    checks = {what: (int(n), prints) for what, n, prints in IDENTICAL.findall(proc.stdout)}
+    checks = fingerprints(proc.stdout)
     assert set(checks) == {
         "initial weights",
         "after 10 epochs",
