@@ -171,7 +171,9 @@ def test_torchrun_two_nodes_of_two_gmis_train_cartpole(tmp_path):
         "--rdzv_id=gmi-test",
         "train.py",
         "task=Cartpole",
-        "max_iterations=40",
+        "max_iterations=40",  # a budget: it ends at the bar (epoch 14 of 40 here)
+        "train.params.config.score_to_win=100",
+        "train.params.config.save_best_after=1",
         f"train_dir={tmp_path / 'runs'}",
     ]
     torchrun = [sys.executable, "-m", "torch.distributed.run"]
@@ -193,6 +195,7 @@ def test_torchrun_two_nodes_of_two_gmis_train_cartpole(tmp_path):
     assert all(n.returncode == 0 for n in nodes), [o[1][-2000:] for o in outs]
     rows = progress(outs[0][0] + outs[1][0])
     assert rows and all(g == 4 for g, _, _ in rows)
-    assert rows[-1][2] > rows[0][2] + 50  # it learns
+    assert rows[-1][2] >= 100 > rows[0][2] + 50  # it learns, to the bar
+    assert "training done: score_to_win reached" in outs[0][1] + outs[1][1]
     lines = gmi_lines(outs[0][0] + outs[1][0])
     assert sorted(lines) == [0, 1, 2, 3] and "node 1" in lines[3]

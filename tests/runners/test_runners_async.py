@@ -355,7 +355,7 @@ def test_torchrun_two_nodes_train_async_across_them(tmp_path):
         "train.py",
         "task=Cartpole",
         "gmi.mode=async",
-        "max_iterations=40",
+        "max_iterations=20",  # +50 by epoch 10 here (from 0.1 to 56, 120 at epoch 20)
         f"train_dir={tmp_path / 'runs'}",
     ]
     temp = tmp_path / "temp"
@@ -378,6 +378,6 @@ def test_torchrun_two_nodes_train_async_across_them(tmp_path):
     assert "3 actor route(s) (2 point to point)" in text
     found = BALANCE.findall(text)
     produced, consumed, dropped, in_flight = (_number(x) for x in found[-1])
-    assert consumed == 40 * 16 * 512 and produced == consumed + dropped + in_flight
+    assert consumed == 20 * 16 * 512 and produced == consumed + dropped + in_flight
     got = [float(x) for x in re.findall(r"\| reward (-?[\d.]+)", text)]
     assert max(got[-5:]) > min(got[:5]) + 50, got
