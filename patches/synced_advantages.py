@@ -29,18 +29,19 @@ def covered(agent) -> bool:
     )
 
 
-def normalize_over_union(advantages: torch.Tensor, gather: Gather) -> None:
+def normalize_over_union(advantages: torch.Tensor, gather: Gather, copies: int = 1) -> None:
     """Standardise ``advantages`` ((N,) this GMI's rollout) in place with the union's mean and
-    unbiased standard deviation, as rl-games does for one rollout."""
+    unbiased standard deviation, as rl-games does for one rollout (``copies``: see
+    :func:`~.synced_normalizers.union_moments`)."""
     a = advantages.detach().double().reshape(-1)
     # [count, mean, population variance]: the row union_moments folds
     mine = torch.stack([a.new_tensor(float(a.numel())), a.mean(), a.var(unbiased=False)])
-    mean, var, count = union_moments(gather(mine.cpu()))
+    mean, var, count = union_moments(gather(mine.cpu()), copies)
     std = torch.sqrt(var * count / (count - 1))  # unbiased, as torch.std
     advantages.sub_(mean.to(advantages)).div_(std.to(advantages) + EPS)
 
 
-def synced_prepare_dataset(agent, batch_dict, prepare, gather: Gather) -> None:
+def synced_prepare_dataset(agent, batch_dict, prepare, gather: Gather, copies: int = 1) -> None:
     """Run rl-games' ``prepare`` (the agent's own prepare_dataset) with its per-rollout
     advantage normalisation switched off, then normalise the stored advantages over the
     union. The central value dataset holds the same tensor, so it follows."""
@@ -52,4 +53,4 @@ def synced_prepare_dataset(agent, batch_dict, prepare, gather: Gather) -> None:
         prepare(batch_dict)
     finally:
         agent.normalize_advantage = True
-    normalize_over_union(agent.dataset.values_dict["advantages"], gather)
+    normalize_over_union(agent.dataset.values_dict["advantages"], gather, copies)

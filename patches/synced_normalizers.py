@@ -31,12 +31,16 @@ from rl_games.algos_torch.running_mean_std import RunningMeanStd
 Gather = Callable[[torch.Tensor], torch.Tensor]  # (L,) float64 -> (num_gmis, L), GMI order
 
 
-def union_moments(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def union_moments(
+    rows: torch.Tensor, copies: int = 1
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fold per-GMI batch moments into those of the union batch.
 
     rows: (num_gmis, 1 + 2C) float64, each ``[count, mean (C), var (C)]`` (population variance).
     Returns (mean (C,), var (C,), count ()). Folding is sequential in row order, so every GMI
-    computes bit-identical results from the same rows.
+    computes bit-identical results from the same rows. ``copies``: the rows are that many copies
+    of one batch (``gmi.debug.same_data``), and the union counts as one of them: one process's
+    count, hence its running statistics' prior weight and its unbiased variance, exactly.
     """
     c = (rows.shape[1] - 1) // 2
     count, mean, var = rows[0, 0], rows[0, 1 : 1 + c], rows[0, 1 + c :]
@@ -47,19 +51,19 @@ def union_moments(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
         mean = mean + delta * n / total
         var = (var * count + v * n + delta**2 * count * n / total) / total
         count = total
-    return mean, var, count
+    return mean, var, count / copies
 
 
 class SyncedRunningMeanStd(RunningMeanStd):
     """A ``RunningMeanStd`` whose training-mode updates use the union batch of all GMIs."""
 
-    def __init__(self, source: torch.nn.Module, gather: Gather):
+    def __init__(self, source: torch.nn.Module, gather: Gather, copies: int = 1):
         with contextlib.redirect_stdout(io.StringIO()):  # rl-games prints every construction
             super().__init__(source.insize, source.epsilon, source.per_channel, source.norm_only)
         self.load_state_dict(source.state_dict())
         self.to(source.running_mean.device)
         self.train(source.training)
-        self._gather = gather
+        self._gather, self._copies = gather, copies
         self._ahead: list[torch.Tensor] = []  # gathered rows of the next updates, in order
 
     def expect(self, rows: list[torch.Tensor]) -> None:
@@ -102,7 +106,7 @@ def _update_from_union(
     if rows.shape[0] == 1:  # keep rl-games' exact arithmetic (input dtype moments)
         u_mean, u_var, u_count = _moments(self, input, mask) + (input.size(0),)
     else:
-        u_mean, u_var, u_count = union_moments(rows)
+        u_mean, u_var, u_count = union_moments(rows, self._copies)
     self.running_mean, self.running_var, self.count = self._update_mean_var_count_from_moments(
         self.running_mean, self.running_var, self.count, u_mean, u_var, u_count
     )
@@ -128,28 +132,29 @@ def batch_moments(
     return torch.cat([count, mean.double().reshape(-1), var.double().reshape(-1)])
 
 
-def _synced(module: torch.nn.Module, gather: Gather) -> torch.nn.Module:
+def _synced(module: torch.nn.Module, gather: Gather, copies: int) -> torch.nn.Module:
     if isinstance(module, SyncedRunningMeanStd) or not hasattr(module, "running_mean"):
         return module  # already swapped, or a dict-observation normaliser (left per GMI)
-    return SyncedRunningMeanStd(module, gather)
+    return SyncedRunningMeanStd(module, gather, copies)
 
 
-def sync_normalizers(agent, gather: Gather) -> list[str]:
-    """Swap every normaliser ``agent`` (an rl-games A2C agent) updates for a synced one.
+def sync_normalizers(agent, gather: Gather, copies: int = 1) -> list[str]:
+    """Swap every normaliser ``agent`` (an rl-games A2C agent) updates for a synced one
+    (``copies``: see :func:`union_moments`).
 
     Returns the names of what was swapped, for the start-up log."""
     swapped = []
     if agent.normalize_input:
-        agent.model.running_mean_std = _synced(agent.model.running_mean_std, gather)
+        agent.model.running_mean_std = _synced(agent.model.running_mean_std, gather, copies)
         swapped.append("observations")
     if agent.has_central_value:
         critic = agent.central_value_net.model
         if agent.central_value_net.normalize_input:
-            critic.running_mean_std = _synced(critic.running_mean_std, gather)
+            critic.running_mean_std = _synced(critic.running_mean_std, gather, copies)
             swapped.append("critic states")
     if agent.normalize_value:
         owner = agent.central_value_net.model if agent.has_central_value else agent.model
-        owner.value_mean_std = _synced(owner.value_mean_std, gather)
+        owner.value_mean_std = _synced(owner.value_mean_std, gather, copies)
         agent.value_mean_std = owner.value_mean_std
         swapped.append("values")
     return swapped

@@ -26,8 +26,14 @@ class DebugSettings(Settings):
             (:mod:`~isaacgymenvs_gmi.rl.audit`).
         audit_tolerance: the largest relative error the audit accepts; null: 1e-3 for a
             float32 learner, 5e-2 with mixed precision.
+        same_data: every GMI seeds its envs and its policy with ``seed`` itself, not
+            ``seed + its id``, so every GMI sees the data one process with that seed sees: N
+            GMIs of n envs must then train what one process of n envs trains, up to float
+            rounding (``tests/gmi/test_gmi_same_data.py``). A check of the merges, not a way to
+            train (the GMIs add no samples). Not yet with ``audit``: its float64 recompute counts
+            the union in full and stops the run (3e-3 off, measured).
 
-    All but ``handoffs`` are slow: for diagnosis only.
+    All but ``handoffs`` and ``same_data`` are slow: for diagnosis only.
     """
 
     PREFIX = "gmi.debug"
@@ -36,6 +42,7 @@ class DebugSettings(Settings):
     trace_nonfinite: bool = setting(False, FLAG)
     audit: int = setting(0, Int(0, why="epochs between audits, 0: off"))
     audit_tolerance: float | None = setting(None, Real(0.0, open_low=True, optional=True))
+    same_data: bool = setting(False, FLAG)
 
     @property
     def active(self) -> bool:
@@ -52,4 +59,6 @@ class DebugSettings(Settings):
             parts.append("gmi.debug.trace_nonfinite: the first non-finite minibatch is replayed")
         if self.audit:
             parts.append(f"gmi.debug.audit: a float64 recompute every {self.audit} epochs")
+        if self.same_data:
+            parts.append("gmi.debug.same_data: every GMI steps the same envs with one seed")
         return "; ".join(parts) + " (slow or unsafe: for diagnosis only)"

@@ -32,7 +32,7 @@ class RunPlan:
 
     task_name: str
     task_env: TaskEnvSettings  # what the runtime reads of task_config, typed
-    seed: int  # base seed; GMI i uses seed + i
+    seed: int  # base seed; GMI i uses seed + i (:meth:`seed_of`)
     sim: SimSettings
     gmi: GmiConfig
     gmi_backend: str  # cpu | mps | mig | direct, after "auto" is resolved
@@ -56,6 +56,11 @@ class RunPlan:
     def num_envs(self) -> int:
         """Envs per GMI, as in IsaacGymEnvs multi-GPU training."""
         return self.task_env.num_envs
+
+    def seed_of(self, gmi: int) -> int:
+        """GMI ``gmi``'s seed: ``seed + gmi``, or ``seed`` on every GMI under
+        ``gmi.debug.same_data``."""
+        return self.seed if self.gmi.debug.same_data else self.seed + gmi
 
     @property
     def world_size(self) -> int:

@@ -34,7 +34,7 @@ def run_async_ppo(ctx: GmiContext) -> RunResult | None:
     rank = ctx.rank
     if rank == 0:
         say(roles.describe(plan.layout))
-    prepare_gmi(plan, plan.seed + rank)
+    prepare_gmi(plan, plan.seed_of(rank))
     team = _join_trainers(ctx, roles)
     if roles.is_trainer(rank):
         return _trainer(ctx, roles, team)

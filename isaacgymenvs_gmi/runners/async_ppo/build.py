@@ -43,7 +43,7 @@ def build_trainer(
     agent = build_agent(
         plan,
         rl_device=ctx.resources.rl_device,
-        seed=plan.seed + gmi,
+        seed=plan.seed_of(gmi),
         threads=ctx.resources.threads,
         train_dir=None if lead else ctx.scratch_dir,
         observer=observer,

@@ -32,7 +32,7 @@ def run_serve(ctx: GmiContext) -> RunResult | None:
     from isaacgymenvs_gmi.runners.shared.preamble import prepare_gmi
 
     plan, rank = ctx.plan, ctx.rank
-    prepare_gmi(plan, plan.seed + rank)
+    prepare_gmi(plan, plan.seed_of(rank))
     with tempfile.TemporaryDirectory(prefix="gmi-serve-") as scratch:
         played = _serve(ctx, scratch)
     everyone = [played]
@@ -98,7 +98,7 @@ def _recorder(ctx: GmiContext, carried, version: int):
         "task": plan.task_name,
         "checkpoint": plan.checkpoint,
         "policy_version": version,
-        "seed": plan.seed + ctx.rank,
+        "seed": plan.seed_of(ctx.rank),
         "gmis": plan.world_size,
         "actions": "sampled from the policy (mu, sigma recorded); before clipping",
         "obs": "as the policy saw them, before its normalisation",

@@ -34,13 +34,13 @@ def build_actor(
     from isaacgymenvs_gmi.rl.vecenv import wrap_env
 
     plan, resources = ctx.plan, ctx.resources
-    build = env_builder(ctx, seed=plan.seed + gmi)
+    build = env_builder(ctx, seed=plan.seed_of(gmi))
     compile_once_per_device(ctx, build, players)
     env = build()
     agent = build_agent(
         plan,
         rl_device=resources.rl_device,
-        seed=plan.seed + gmi,
+        seed=plan.seed_of(gmi),
         threads=resources.threads,
         train_dir=train_dir or ctx.scratch_dir,
         vec_env=wrap_env(env),

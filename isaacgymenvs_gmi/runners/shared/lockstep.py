@@ -33,10 +33,12 @@ from .agents import policy_modules
 
 class PpoLockstep:
     """One learner's exchanges with the others of ``group``; ``reducer`` carries the
-    gradients."""
+    gradients. ``copies``: how many GMIs hold copies of one batch (``gmi.debug.same_data``: all
+    of them), so that the union of their statistics counts as that one batch
+    (:func:`~patches.synced_normalizers.union_moments`)."""
 
-    def __init__(self, group: GmiGroup, reducer: Reducer):
-        self.group, self.reducer = group, reducer
+    def __init__(self, group: GmiGroup, reducer: Reducer, copies: int = 1):
+        self.group, self.reducer, self.copies = group, reducer, copies
         self.buckets = GradientBuckets()
         self.kls: list[torch.Tensor] = []  # minibatch KLs averaged over GMIs, not yet used
 
@@ -89,10 +91,11 @@ class PpoLockstep:
 
 
 def build_lockstep(
-    ctx: GmiContext, layout: GmiLayout, group: GmiGroup | None
+    ctx: GmiContext, layout: GmiLayout, group: GmiGroup | None, copies: int = 1
 ) -> PpoLockstep | None:
     """The lockstep of ``layout``'s GMIs (the run's first ones) over ``group``, their own.
-    Collective over the whole run: GMIs outside ``layout`` (``group`` None) get None."""
+    Collective over the whole run: GMIs outside ``layout`` (``group`` None) get None.
+    ``copies``: see :class:`PpoLockstep`."""
     plan, everyone = ctx.plan, ctx.group
     reducer = build_gradient_reduction(
         everyone.rank,
@@ -107,7 +110,7 @@ def build_lockstep(
     )
     if group is None or reducer is None:
         return None
-    return PpoLockstep(group, reducer)
+    return PpoLockstep(group, reducer, copies)
 
 
 class SyncedScheduler:
@@ -138,7 +141,9 @@ class ReplicatedPpo:
         group, self.lockstep = lockstep.group, lockstep
         self.scheduler = SyncedScheduler(self.scheduler, lockstep)
         swapped = sync_normalizers(
-            self, lambda moments: group.all_gather_vector(moments, "normaliser statistics")
+            self,
+            lambda moments: group.all_gather_vector(moments, "normaliser statistics"),
+            lockstep.copies,
         )
         self._moments_ahead = MomentsAhead(self.model, group)
         self._outputs = ForwardTap(self.model)
@@ -186,6 +191,7 @@ class ReplicatedPpo:
             batch_dict,
             super().prepare_dataset,
             lambda moments: group.all_gather_vector(moments, "advantage statistics"),
+            self.lockstep.copies,
         )
         self._minibatches_done = 0
 

@@ -32,7 +32,9 @@ def run_sync_ppo(ctx: GmiContext) -> RunResult:
     if group is not None:  # gradient reduction and statistics merging (collective)
         from isaacgymenvs_gmi.runners.shared.lockstep import build_lockstep
 
-        lockstep = build_lockstep(ctx, plan.layout, group)
+        # gmi.debug.same_data: every GMI holds the one batch that one process would
+        copies = group.world_size if plan.gmi.debug.same_data else 1
+        lockstep = build_lockstep(ctx, plan.layout, group, copies)
     gather = gather_one if group is None else group.all_gather_vector
     telemetry = EpochTelemetry(plan.num_envs, plan.train.horizon_length, ctx.rank, gather)
     return _train(ctx, lockstep, telemetry)
@@ -49,7 +51,7 @@ def _train(ctx: GmiContext, lockstep: PpoLockstep | None, telemetry: EpochTeleme
     from isaacgymenvs_gmi.runners.shared.wandb_run import finishing, wandb_for
 
     plan, rank, resources = ctx.plan, ctx.rank, ctx.resources
-    seed = plan.seed + rank  # applied once; rl-games' own rank offset is never enabled
+    seed = plan.seed_of(rank)  # applied once; rl-games' own rank offset is never enabled
     prepare_gmi(plan, seed)
     observer = EpisodeStatsObserver()
     wandb = wandb_for(plan, logs=rank == 0)  # one wandb run: GMI 0's
@@ -116,7 +118,7 @@ def _agent_factory(
 
     debug = ctx.plan.gmi.debug
     hooks = dict(telemetry=telemetry, before_epoch=ctx.before_epoch, should_stop=ctx.should_stop)
-    hooks["gradient_fault"] = gradient_hook(ctx.rank)
+    hooks["gradient_fault"] = gradient_hook(ctx.rank, gmis=ctx.plan.world_size)
     if debug.trace_nonfinite:
         from isaacgymenvs_gmi.rl.nonfinite_trace import NonFiniteTrace
 
